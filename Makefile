@@ -1,0 +1,92 @@
+# tunerun - NUMA-aware process launcher.
+#
+#   make            build ./tunerun (profiles/ next to it are found without installing)
+#   make demo       launch a probe under the mysql profile and show what was applied
+#   make test       unit tests (cmocka) and host integration tests
+#   make bench      launch overhead against numactl, taskset and hwloc-bind
+#   make install    PREFIX=/usr/local DESTDIR=...
+
+VERSION   = 0.1.0
+PREFIX   ?= /usr/local
+BINDIR   ?= $(PREFIX)/bin
+DATADIR  ?= $(PREFIX)/share/tunerun
+MANDIR   ?= $(PREFIX)/share/man
+
+CC       ?= cc
+CFLAGS   ?= -O2 -g
+WERROR   ?= -Werror
+PKGS      = hwloc numa libcap inih
+DEPS_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+DEPS_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lhwloc -lnuma -lcap -linih)
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(CFLAGS) $(DEPS_CFLAGS) \
+             -DTUNERUN_VERSION='"$(VERSION)"' -DTUNERUN_DATADIR='"$(DATADIR)"'
+
+LIB_SRC  = launcher/parse.c launcher/log.c launcher/profile.c launcher/topo.c \
+           launcher/plan.c launcher/apply.c launcher/report.c
+LIB_OBJ  = $(LIB_SRC:.c=.o)
+HDRS     = $(wildcard launcher/*.h)
+
+UNIT_TESTS = tests/test_parse tests/test_profile tests/test_topo tests/test_plan
+
+.PHONY: all deps test-deps demo test unit host-test bench install uninstall clean format
+
+all: tunerun
+
+deps:
+	@contrib/install-deps build
+
+test-deps:
+	@contrib/install-deps test
+
+launcher/%.o: launcher/%.c $(HDRS)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+tunerun: launcher/main.o $(LIB_OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(DEPS_LIBS)
+
+tests/probe: tests/probe.c
+	$(CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(CFLAGS) -o $@ $< -lnuma
+
+tests/test_%: tests/test_%.c $(LIB_OBJ) $(HDRS)
+	$(CC) $(ALL_CFLAGS) -Ilauncher -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(DEPS_LIBS) -lcmocka
+
+# The README's first command: a real launch, shown from the child's side.
+demo: deps
+	@$(MAKE) --no-print-directory all tests/probe >/dev/null
+	./tunerun plan mysql
+	@echo
+	./tunerun -v mysql -- tests/probe --env MALLOC_ARENA_MAX
+
+# The README's second command: everything, as CI runs it.
+test: test-deps
+	@$(MAKE) --no-print-directory all tests/probe $(UNIT_TESTS)
+	@tests/run-all $(UNIT_TESTS)
+
+unit: all $(UNIT_TESTS)
+	@for t in $(UNIT_TESTS); do $$t || exit 1; done
+
+host-test: all tests/probe
+	@tests/host/run
+
+bench: all
+	@contrib/install-deps bench
+	@tests/bench/run
+
+install: all
+	install -D -m 0755 tunerun $(DESTDIR)$(BINDIR)/tunerun
+	install -d $(DESTDIR)$(DATADIR)/profiles
+	install -m 0644 profiles/*.ini $(DESTDIR)$(DATADIR)/profiles/
+	install -D -m 0644 launcher/man/tunerun.1 $(DESTDIR)$(MANDIR)/man1/tunerun.1
+	install -D -m 0644 launcher/man/tunerun.ini.5 $(DESTDIR)$(MANDIR)/man5/tunerun.ini.5
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/tunerun $(DESTDIR)$(MANDIR)/man1/tunerun.1 \
+	      $(DESTDIR)$(MANDIR)/man5/tunerun.ini.5
+	rm -f $(addprefix $(DESTDIR)$(DATADIR)/profiles/,$(notdir $(wildcard profiles/*.ini)))
+	-rmdir $(DESTDIR)$(DATADIR)/profiles $(DESTDIR)$(DATADIR)
+
+format:
+	clang-format -i launcher/*.c launcher/*.h tests/*.c
+
+clean:
+	rm -f tunerun launcher/*.o tests/probe $(UNIT_TESTS)

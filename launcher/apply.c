@@ -1,0 +1,369 @@
+/*
+ * apply.c - plan -> syscalls, in DESIGN order, all while still privileged:
+ * rlimits, oom_score_adj, memory policy, CPU affinity, THP, environment.
+ * Each of these survives execve(), which is why tunerun can apply them to
+ * itself and then become the service.
+ */
+#include "apply.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ctype.h>
+#include <numaif.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+/* libnuma 2.0.16's headers predate these modes and flags. */
+#ifndef MPOL_PREFERRED_MANY
+#define MPOL_PREFERRED_MANY 5
+#endif
+#ifndef PR_SET_THP_DISABLE
+#define PR_SET_THP_DISABLE 41
+#define PR_GET_THP_DISABLE 42
+#endif
+#ifndef PR_THP_DISABLE_EXCEPT_ADVISED
+#define PR_THP_DISABLE_EXCEPT_ADVISED (1 << 1) /* Linux 6.18 */
+#endif
+
+#define THP_ENABLED_PATH "/sys/kernel/mm/transparent_hugepage/enabled"
+
+const char *step_status_name(enum step_status s)
+{
+    static const char *const names[] = {"ok", "skipped", "failed"};
+    return names[s];
+}
+
+static void set(struct step_result *r, enum step_status st, int error, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void set(struct step_result *r, enum step_status st, int error, const char *fmt, ...)
+{
+    va_list ap;
+    r->status = st;
+    r->error = error;
+    va_start(ap, fmt);
+    vsnprintf(r->detail, sizeof(r->detail), fmt, ap);
+    va_end(ap);
+}
+
+static bool have_cap(cap_value_t cap)
+{
+    cap_t caps = cap_get_proc();
+    cap_flag_value_t v = CAP_CLEAR;
+    if (caps) {
+        cap_get_flag(caps, cap, CAP_EFFECTIVE, &v);
+        cap_free(caps);
+    }
+    return v == CAP_SET;
+}
+
+static void fmt_rlim(char *buf, size_t n, rlim_t v)
+{
+    if (v == RLIM_INFINITY)
+        snprintf(buf, n, "unlimited");
+    else
+        snprintf(buf, n, "%llu", (unsigned long long)v);
+}
+
+static long read_long_file(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    long v = -1;
+    if (f) {
+        if (fscanf(f, "%ld", &v) != 1)
+            v = -1;
+        fclose(f);
+    }
+    return v;
+}
+
+static void apply_rlimit(const struct plan_step *s, struct step_result *r)
+{
+    int res = s->u.rlimit.resource;
+    struct rlimit old, want = {s->u.rlimit.soft, s->u.rlimit.hard};
+    char ws[24], wh[24], os[24], oh[24];
+    fmt_rlim(ws, sizeof(ws), want.rlim_cur);
+    fmt_rlim(wh, sizeof(wh), want.rlim_max);
+    if (getrlimit(res, &old) < 0) {
+        set(r, STEP_FAILED, errno, "cannot read the current limit: %s", strerror(errno));
+        return;
+    }
+    fmt_rlim(os, sizeof(os), old.rlim_cur);
+    fmt_rlim(oh, sizeof(oh), old.rlim_max);
+    if (setrlimit(res, &want) == 0) {
+        set(r, STEP_OK, 0, "%s:%s (was %s:%s)", ws, wh, os, oh);
+        return;
+    }
+    int error = errno;
+    /* The hard limit could not be raised: go as high as the current hard limit allows. */
+    char why[160] = "";
+    long nr_open = res == RLIMIT_NOFILE ? read_long_file("/proc/sys/fs/nr_open") : -1;
+    if (nr_open > 0 && want.rlim_max != RLIM_INFINITY && want.rlim_max > (rlim_t)nr_open)
+        snprintf(why, sizeof(why), "it exceeds fs.nr_open (%ld)", nr_open);
+    else if (error == EPERM && !have_cap(CAP_SYS_RESOURCE))
+        snprintf(why, sizeof(why), "raising a hard limit needs CAP_SYS_RESOURCE, which "
+                                   "this process lacks");
+    else
+        snprintf(why, sizeof(why), "%s", strerror(error));
+    struct rlimit fallback = old;
+    fallback.rlim_cur = want.rlim_cur;
+    if (old.rlim_max != RLIM_INFINITY &&
+        (want.rlim_cur == RLIM_INFINITY || want.rlim_cur > old.rlim_max))
+        fallback.rlim_cur = old.rlim_max;
+    char fs[24], unit_name[16];
+    fmt_rlim(fs, sizeof(fs), fallback.rlim_cur);
+    const char *name = rlimit_name(res);
+    for (size_t i = 0; i < sizeof(unit_name); i++)
+        if ((unit_name[i] = (char)toupper((unsigned char)name[i])) == '\0')
+            break;
+    unit_name[sizeof(unit_name) - 1] = '\0';
+    if (setrlimit(res, &fallback) == 0)
+        set(r, STEP_FAILED, error,
+            "cannot set %s:%s: %s; soft limit set to %s, hard stays %s (fix: raise it where "
+            "tunerun starts: Limit%s=%s:%s in the unit, or docker run --ulimit %s=%s:%s)",
+            ws, wh, why, fs, oh, unit_name, ws, wh, name, ws, wh);
+    else
+        set(r, STEP_FAILED, error, "cannot set %s:%s: %s; limit left at %s:%s", ws, wh, why, os,
+            oh);
+}
+
+static void apply_oom(const struct plan_step *s, struct step_result *r)
+{
+    int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    char buf[16];
+    int len = snprintf(buf, sizeof(buf), "%d", s->u.oom_score_adj);
+    if (fd < 0 || write(fd, buf, (size_t)len) != len) {
+        int error = errno;
+        if (fd >= 0)
+            close(fd);
+        long cur = read_long_file("/proc/self/oom_score_adj");
+        set(r, STEP_FAILED, error,
+            "cannot set oom_score_adj %d (now %ld): %s%s (fix: OOMScoreAdjust=%d in the unit, "
+            "or docker run --oom-score-adj %d)",
+            s->u.oom_score_adj, cur, strerror(error),
+            (error == EACCES || error == EPERM) && !have_cap(CAP_SYS_RESOURCE)
+                ? "; lowering it needs CAP_SYS_RESOURCE"
+                : "",
+            s->u.oom_score_adj, s->u.oom_score_adj);
+        return;
+    }
+    close(fd);
+    set(r, STEP_OK, 0, "%d", s->u.oom_score_adj);
+}
+
+/* A node mask in the kernel's layout, for set_mempolicy(). */
+static unsigned long *nodemask_of(hwloc_const_bitmap_t nodes, unsigned long *maxnode)
+{
+    int last = hwloc_bitmap_last(nodes);
+    size_t words = last < 0 ? 1 : (size_t)last / (8 * sizeof(unsigned long)) + 1;
+    unsigned long *mask = calloc(words, sizeof(unsigned long));
+    if (mask == NULL)
+        return NULL;
+    int n;
+    hwloc_bitmap_foreach_begin(n, nodes)
+    {
+        mask[(size_t)n / (8 * sizeof(unsigned long))] |= 1UL << ((size_t)n % (8 * sizeof(long)));
+    }
+    hwloc_bitmap_foreach_end();
+    /* The kernel reads maxnode - 1 bits: pass one more than the mask holds. */
+    *maxnode = words * 8 * sizeof(unsigned long) + 1;
+    return mask;
+}
+
+static void apply_mempolicy(const struct plan_step *s, struct step_result *r)
+{
+    static const int kernel_mode[] = {
+        [PLAN_MPOL_LOCAL] = MPOL_LOCAL,
+        [PLAN_MPOL_BIND] = MPOL_BIND,
+        [PLAN_MPOL_PREFERRED] = MPOL_PREFERRED,
+        [PLAN_MPOL_PREFERRED_MANY] = MPOL_PREFERRED_MANY,
+        [PLAN_MPOL_INTERLEAVE] = MPOL_INTERLEAVE,
+    };
+    enum plan_mpol mode = s->u.mempolicy.mode;
+    char *list = NULL;
+    if (hwloc_bitmap_list_asprintf(&list, s->u.mempolicy.nodes) < 0) {
+        set(r, STEP_FAILED, ENOMEM, "out of memory");
+        return;
+    }
+    if (mode == PLAN_MPOL_LOCAL) {
+        if (set_mempolicy(MPOL_LOCAL, NULL, 0) == 0)
+            set(r, STEP_OK, 0, "local");
+        else
+            set(r, STEP_FAILED, errno, "set_mempolicy(local): %s", strerror(errno));
+        free(list);
+        return;
+    }
+    unsigned long maxnode;
+    unsigned long *mask = nodemask_of(s->u.mempolicy.nodes, &maxnode);
+    if (mask == NULL) {
+        set(r, STEP_FAILED, ENOMEM, "out of memory");
+        free(list);
+        return;
+    }
+    if (set_mempolicy(kernel_mode[mode], mask, maxnode) == 0) {
+        set(r, STEP_OK, 0, "%s %s", plan_mpol_name(mode), list);
+    } else if (mode == PLAN_MPOL_PREFERRED_MANY && errno == EINVAL) {
+        /* Before Linux 5.15 there is only one preferred node. */
+        int first = hwloc_bitmap_first(s->u.mempolicy.nodes);
+        hwloc_bitmap_t one = hwloc_bitmap_alloc();
+        hwloc_bitmap_only(one, (unsigned)first);
+        free(mask);
+        mask = nodemask_of(one, &maxnode);
+        hwloc_bitmap_free(one);
+        if (mask && set_mempolicy(MPOL_PREFERRED, mask, maxnode) == 0)
+            set(r, STEP_FAILED, EINVAL,
+                "this kernel lacks MPOL_PREFERRED_MANY (Linux 5.15+): preferring node %d only "
+                "instead of %s",
+                first, list);
+        else
+            set(r, STEP_FAILED, errno, "set_mempolicy(preferred %d): %s", first, strerror(errno));
+    } else {
+        int error = errno;
+        set(r, STEP_FAILED, error, "set_mempolicy(%s %s): %s%s", plan_mpol_name(mode), list,
+            strerror(error),
+            error == EINVAL ? " (nodes outside this process's cpuset mems?)" : "");
+    }
+    free(mask);
+    free(list);
+}
+
+static void apply_affinity(const struct plan_step *s, struct step_result *r)
+{
+    int last = hwloc_bitmap_last(s->u.cpus);
+    size_t ncpu = last < 0 ? 1 : (size_t)last + 1;
+    cpu_set_t *set_ = CPU_ALLOC(ncpu);
+    size_t size = CPU_ALLOC_SIZE(ncpu);
+    char *list = NULL;
+    if (set_ == NULL || hwloc_bitmap_list_asprintf(&list, s->u.cpus) < 0) {
+        set(r, STEP_FAILED, ENOMEM, "out of memory");
+        CPU_FREE(set_);
+        return;
+    }
+    CPU_ZERO_S(size, set_);
+    int cpu;
+    hwloc_bitmap_foreach_begin(cpu, s->u.cpus)
+    {
+        CPU_SET_S((size_t)cpu, size, set_);
+    }
+    hwloc_bitmap_foreach_end();
+    /* pid 0: the calling thread, the one that will exec. */
+    if (sched_setaffinity(0, size, set_) == 0)
+        set(r, STEP_OK, 0, "cpus %s", list);
+    else
+        set(r, STEP_FAILED, errno, "sched_setaffinity(%s): %s", list, strerror(errno));
+    CPU_FREE(set_);
+    free(list);
+}
+
+const char *apply_thp_bracketed(const char *text, char *buf, size_t n)
+{
+    const char *open = strchr(text, '['), *close = open ? strchr(open, ']') : NULL;
+    if (!open || !close || (size_t)(close - open - 1) >= n)
+        return NULL;
+    memcpy(buf, open + 1, (size_t)(close - open - 1));
+    buf[close - open - 1] = '\0';
+    return buf;
+}
+
+static const char *global_thp_mode(char *buf, size_t n)
+{
+    char text[128];
+    FILE *f = fopen(THP_ENABLED_PATH, "re");
+    if (f == NULL)
+        return NULL;
+    size_t got = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[got] = '\0';
+    return apply_thp_bracketed(text, buf, n);
+}
+
+static void apply_thp(const struct plan_step *s, struct step_result *r)
+{
+    if (s->u.thp == THP_NEVER) {
+        if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0)
+            set(r, STEP_OK, 0, "never (PR_SET_THP_DISABLE)");
+        else
+            set(r, STEP_FAILED, errno, "prctl(PR_SET_THP_DISABLE): %s", strerror(errno));
+        return;
+    }
+    /* madvise: per process since Linux 6.18, else whatever the global mode says. */
+    if (prctl(PR_SET_THP_DISABLE, 1, PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0) == 0) {
+        int got = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+        if (got == (1 | PR_THP_DISABLE_EXCEPT_ADVISED))
+            set(r, STEP_OK, 0, "madvise (PR_THP_DISABLE_EXCEPT_ADVISED)");
+        else
+            set(r, STEP_FAILED, 0, "PR_GET_THP_DISABLE reads %d after setting madvise", got);
+        return;
+    }
+    int error = errno;
+    char mode[32];
+    const char *global = global_thp_mode(mode, sizeof(mode));
+    if (error != EINVAL)
+        set(r, STEP_FAILED, error, "prctl(PR_SET_THP_DISABLE, madvise): %s", strerror(error));
+    else if (global == NULL)
+        set(r, STEP_FAILED, error,
+            "this kernel has no per-process madvise mode (Linux 6.18+) and %s is unreadable, "
+            "so the THP mode that holds is unknown",
+            THP_ENABLED_PATH);
+    else if (strcmp(global, "madvise") == 0)
+        set(r, STEP_SKIPPED, error,
+            "this kernel has no per-process madvise mode (Linux 6.18+); the global mode is "
+            "already madvise");
+    else if (strcmp(global, "never") == 0)
+        set(r, STEP_SKIPPED, error,
+            "this kernel has no per-process madvise mode (Linux 6.18+); the global mode "
+            "'never' holds, which is stricter");
+    else
+        set(r, STEP_FAILED, error,
+            "this kernel has no per-process madvise mode (Linux 6.18+) and the global mode "
+            "'%s' holds (fix: echo madvise > %s; persistent: transparent_hugepage=madvise on "
+            "the kernel command line)",
+            global, THP_ENABLED_PATH);
+}
+
+static void apply_env(const struct plan_step *s, struct step_result *r)
+{
+    const char *old = getenv(s->u.env.name);
+    if (setenv(s->u.env.name, s->u.env.value, 1) < 0) {
+        set(r, STEP_FAILED, errno, "setenv: %s", strerror(errno));
+        return;
+    }
+    if (old)
+        set(r, STEP_OK, 0, "%s=%s (replaces an inherited value)", s->u.env.name, s->u.env.value);
+    else
+        set(r, STEP_OK, 0, "%s=%s", s->u.env.name, s->u.env.value);
+}
+
+void apply_plan(const struct plan *pl, struct step_result *results)
+{
+    for (size_t i = 0; i < pl->nsteps; i++) {
+        const struct plan_step *s = &pl->steps[i];
+        struct step_result *r = &results[i];
+        memset(r, 0, sizeof(*r));
+        switch (s->type) {
+        case STEP_RLIMIT:
+            apply_rlimit(s, r);
+            break;
+        case STEP_OOM_SCORE_ADJ:
+            apply_oom(s, r);
+            break;
+        case STEP_MEMPOLICY:
+            apply_mempolicy(s, r);
+            break;
+        case STEP_AFFINITY:
+            apply_affinity(s, r);
+            break;
+        case STEP_THP:
+            apply_thp(s, r);
+            break;
+        case STEP_SETENV:
+            apply_env(s, r);
+            break;
+        }
+    }
+}

@@ -1,0 +1,30 @@
+/*
+ * apply.h - run a plan's steps on this process, in the plan's order.
+ *
+ * Every step reports ok, skipped or failed, with errno and one human line
+ * that says what happened and, on failure, the fix (as systemd's
+ * exec_child names the step that failed). apply never exits: main decides
+ * whether a failure is fatal (--strict) or a warning (the default).
+ */
+#ifndef TUNERUN_APPLY_H
+#define TUNERUN_APPLY_H
+
+#include "plan.h"
+
+enum step_status { STEP_OK, STEP_SKIPPED, STEP_FAILED };
+
+struct step_result {
+    enum step_status status;
+    int error; /* errno of the failing call, 0 otherwise */
+    char detail[512];
+};
+
+/* Apply every step; results[] has one entry per plan step. */
+void apply_plan(const struct plan *pl, struct step_result *results);
+
+const char *step_status_name(enum step_status s);
+
+/* Exported for tests: the mode shown in a THP "enabled" file ("[madvise]" -> "madvise"). */
+const char *apply_thp_bracketed(const char *text, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,35 @@
+/*
+ * log.h - the one place tunerun talks to stderr.
+ *
+ * Every line reads "tunerun: PROFILE: message". When stderr is the systemd
+ * journal (JOURNAL_STREAM names our stderr), each line starts with its
+ * syslog priority ("<3>" error, "<4>" warning, "<6>" info) so that
+ * `journalctl -p warning` finds tunerun's warnings.
+ */
+#ifndef TUNERUN_LOG_H
+#define TUNERUN_LOG_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+enum log_level { LOG_QUIET = 0, LOG_NORMAL = 1, LOG_VERBOSE = 2 };
+
+void log_init(enum log_level level);
+/* The profile name that prefixes every later message (NULL for none). */
+void log_set_subject(const char *subject);
+enum log_level log_level(void);
+
+void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Errors are values: a function that can fail fills a struct err and
+ * returns false; only main() prints it and picks the exit status.
+ */
+struct err {
+    char msg[1024];
+};
+void err_set(struct err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

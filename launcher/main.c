@@ -1,0 +1,455 @@
+/*
+ * main.c - verbs and options; no policy.
+ *
+ *   tunerun [OPTIONS] PROFILE -- COMMAND [ARG...]   (the same as `run`)
+ *   tunerun plan|topo|profiles ...
+ *
+ * The flow of a launch is one-way: profile + topology -> plan -> apply ->
+ * execvp. Everything that decides lives in plan.c; everything that touches
+ * the process lives in apply.c; this file only wires them and picks the
+ * exit status, as env(1) does: 125 for tunerun's own failures, 126 when the
+ * command cannot run, 127 when it is not found, else the command's own.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include "apply.h"
+#include "log.h"
+#include "plan.h"
+#include "profile.h"
+#include "report.h"
+#include "topo.h"
+
+#ifndef TUNERUN_VERSION
+#define TUNERUN_VERSION "0.1.0"
+#endif
+#ifndef TUNERUN_DATADIR
+#define TUNERUN_DATADIR "/usr/local/share/tunerun"
+#endif
+#define ADMIN_PROFILE_DIR "/etc/tunerun/profiles"
+
+#define EXIT_TUNERUN 125
+#define EXIT_CANNOT_RUN 126
+#define EXIT_NOT_FOUND 127
+
+enum verb { VERB_RUN, VERB_PLAN, VERB_TOPO, VERB_PROFILES };
+
+/* The whole state of one invocation, as util-linux tools keep it. */
+struct options {
+    enum verb verb;
+    const char *profile_name;
+    const char *profile_file;
+    const char **sets;
+    size_t nsets;
+    const char *topology;
+    bool strict;
+    bool json;
+    enum log_level level;
+    char **command; /* after "--" */
+};
+
+static void usage(FILE *out)
+{
+    fputs("Usage:\n"
+          " tunerun [options] PROFILE -- COMMAND [ARG...]\n"
+          " tunerun run [options] PROFILE -- COMMAND [ARG...]\n"
+          " tunerun plan [options] PROFILE\n"
+          " tunerun topo [--json] [--topology SRC]\n"
+          " tunerun profiles\n"
+          "\n"
+          "Place a service on this machine's CPUs and NUMA memory the way its workload\n"
+          "profile asks (mysql, redis, nginx, java), set its limits, THP mode and\n"
+          "environment, then execute COMMAND in place (same pid).\n"
+          "\n"
+          "Verbs:\n"
+          " run         apply the profile and execute COMMAND (the default)\n"
+          " plan        show what run would do on this machine, and why; change nothing\n"
+          " topo        show the topology as tunerun sees it\n"
+          " profiles    list the profiles found and where each comes from\n"
+          "\n"
+          "Options:\n"
+          "     --profile-file FILE    read the profile from FILE instead of by name\n"
+          "     --set SECTION.KEY=VAL  override one profile key (repeatable)\n"
+          "     --strict               refuse to execute unless every step applies (exit 125)\n"
+          "     --topology SRC         plan for an hwloc XML file or synthetic:DESC\n"
+          "                            (plan and topo only; run refuses it)\n"
+          "     --json                 machine-readable output (plan, topo)\n"
+          " -v, --verbose              print every decision and applied step\n"
+          " -q, --quiet                print errors only\n"
+          " -h, --help                 display this help\n"
+          " -V, --version              display version\n"
+          "\n"
+          "Profiles are searched in --profile-file, " ADMIN_PROFILE_DIR ",\n"
+          "profiles/ next to the tunerun binary, and " TUNERUN_DATADIR "/profiles.\n"
+          "\n"
+          "Exit status: 125 if tunerun fails, 126 if COMMAND cannot be run,\n"
+          "127 if COMMAND is not found, otherwise the status of COMMAND.\n"
+          "\n"
+          "Examples:\n"
+          " tunerun mysql -- /usr/sbin/mysqld --defaults-file=/etc/mysql/my.cnf\n"
+          " tunerun --strict -v redis -- redis-server /etc/redis/redis.conf\n"
+          " tunerun plan nginx --set placement.nodes=2\n"
+          " tunerun plan mysql --topology synthetic:'pack:2 numa:1 core:8 pu:2' --json\n"
+          "\n"
+          "See tunerun(1) and tunerun.ini(5).\n",
+          out);
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "tunerun: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nTry 'tunerun --help' for more information.\n");
+    return EXIT_TUNERUN;
+}
+
+/* Returns -1 when parsing succeeded, else the exit status. */
+static int parse_args(int argc, char **argv, struct options *o)
+{
+    static const struct option longopts[] = {
+        {"profile-file", required_argument, NULL, 'f'},
+        {"set", required_argument, NULL, 's'},
+        {"strict", no_argument, NULL, 'S'},
+        {"topology", required_argument, NULL, 't'},
+        {"json", no_argument, NULL, 'j'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    /* Options end at the first "--": everything after it is the command's. */
+    int dashdash = argc;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--") == 0) {
+            dashdash = i;
+            break;
+        }
+    o->command = dashdash < argc ? &argv[dashdash + 1] : NULL;
+    o->level = LOG_NORMAL;
+    o->sets = calloc((size_t)argc, sizeof(char *));
+
+    int c;
+    while ((c = getopt_long(dashdash, argv, "vqhV", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            o->profile_file = optarg;
+            break;
+        case 's':
+            o->sets[o->nsets++] = optarg;
+            break;
+        case 'S':
+            o->strict = true;
+            break;
+        case 't':
+            o->topology = optarg;
+            break;
+        case 'j':
+            o->json = true;
+            break;
+        case 'v':
+            o->level = LOG_VERBOSE;
+            break;
+        case 'q':
+            o->level = LOG_QUIET;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'V':
+            printf("tunerun %s\n", TUNERUN_VERSION);
+            return 0;
+        default:
+            fprintf(stderr, "Try 'tunerun --help' for more information.\n");
+            return EXIT_TUNERUN;
+        }
+    }
+    char **pos = &argv[optind];
+    int npos = dashdash - optind;
+    static const struct {
+        const char *name;
+        enum verb verb;
+    } verbs[] = {{"run", VERB_RUN}, {"plan", VERB_PLAN}, {"topo", VERB_TOPO},
+                 {"profiles", VERB_PROFILES}};
+    o->verb = VERB_RUN;
+    if (npos > 0)
+        for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+            if (strcmp(pos[0], verbs[i].name) == 0) {
+                o->verb = verbs[i].verb;
+                pos++;
+                npos--;
+                break;
+            }
+    if (o->verb == VERB_TOPO || o->verb == VERB_PROFILES) {
+        if (npos > 0)
+            return usage_error("unexpected argument '%s'", pos[0]);
+        if (o->command)
+            return usage_error("%s takes no command", o->verb == VERB_TOPO ? "topo" : "profiles");
+        return -1;
+    }
+    if (npos > 1)
+        return usage_error(o->command || o->verb == VERB_PLAN
+                               ? "unexpected argument '%s' (one PROFILE only)"
+                               : "expected '--' before the command '%s' (tunerun PROFILE -- "
+                                 "COMMAND)",
+                           pos[1]);
+    if (npos == 1 && o->profile_file)
+        return usage_error("give either PROFILE or --profile-file, not both ('%s')", pos[0]);
+    if (npos == 0 && !o->profile_file)
+        return usage_error("%s", "missing PROFILE");
+    o->profile_name = npos == 1 ? pos[0] : NULL;
+    if (o->verb == VERB_PLAN && o->command)
+        return usage_error("%s", "plan takes no command; use 'tunerun run'");
+    if (o->verb == VERB_RUN) {
+        if (o->command == NULL)
+            return usage_error("%s", "missing '-- COMMAND'");
+        if (o->command[0] == NULL)
+            return usage_error("%s", "missing COMMAND after '--'");
+        if (o->topology)
+            return usage_error("--topology %s describes another machine: run refuses to apply "
+                               "its plan (use 'tunerun plan')",
+                               o->topology);
+        if (o->json)
+            return usage_error("%s", "--json goes with plan and topo");
+    }
+    return -1;
+}
+
+/* profiles/ next to the binary, for a source tree that was never installed. */
+static char *exe_profile_dir(void)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return NULL;
+    exe[n] = '\0';
+    char *dir = NULL;
+    if (asprintf(&dir, "%s/profiles", dirname(exe)) < 0)
+        return NULL;
+    if (access(dir, F_OK) != 0) {
+        free(dir);
+        return NULL;
+    }
+    return dir;
+}
+
+static void build_paths(struct profile_paths *paths, char *exe_dir)
+{
+    paths->n = 0;
+    paths->dirs[paths->n] = ADMIN_PROFILE_DIR;
+    paths->labels[paths->n++] = "admin";
+    if (exe_dir && strcmp(exe_dir, TUNERUN_DATADIR "/profiles") != 0) {
+        paths->dirs[paths->n] = exe_dir;
+        paths->labels[paths->n++] = "next to the binary";
+    }
+    paths->dirs[paths->n] = TUNERUN_DATADIR "/profiles";
+    paths->labels[paths->n++] = "installed";
+}
+
+static int list_profiles(const struct profile_paths *paths)
+{
+    printf("%-12s %-20s %s\n", "NAME", "SOURCE", "PATH");
+    int found = 0;
+    for (size_t i = 0; i < paths->n; i++) {
+        DIR *d = opendir(paths->dirs[i]);
+        if (d == NULL)
+            continue;
+        struct dirent **names;
+        closedir(d);
+        int n = scandir(paths->dirs[i], &names, NULL, alphasort);
+        for (int k = 0; k < n; k++) {
+            size_t len = strlen(names[k]->d_name);
+            if (len > 4 && strcmp(names[k]->d_name + len - 4, ".ini") == 0) {
+                char name[256];
+                snprintf(name, sizeof(name), "%.*s", (int)(len - 4), names[k]->d_name);
+                size_t where = 0;
+                char *winner = profile_find(name, paths, &where);
+                printf("%-12s %-20s %s/%s%s\n", name, paths->labels[i], paths->dirs[i],
+                       names[k]->d_name, winner && where != i ? "  (shadowed)" : "");
+                free(winner);
+                found++;
+            }
+            free(names[k]);
+        }
+        free(names);
+    }
+    if (!found)
+        fprintf(stderr, "tunerun: no profiles found in %s, %s\n", paths->dirs[0],
+                paths->dirs[paths->n - 1]);
+    return found ? 0 : EXIT_TUNERUN;
+}
+
+static bool load_profile(const struct options *o, const struct profile_paths *paths,
+                         struct profile *p, struct err *e)
+{
+    char *path = NULL;
+    if (o->profile_file) {
+        path = strdup(o->profile_file);
+    } else {
+        path = profile_find(o->profile_name, paths, NULL);
+        if (path == NULL) {
+            err_set(e, "no profile '%s' in %s%s%s%s%s (see 'tunerun profiles')",
+                    o->profile_name, paths->dirs[0], paths->n > 1 ? ", " : "",
+                    paths->n > 1 ? paths->dirs[1] : "", paths->n > 2 ? ", " : "",
+                    paths->n > 2 ? paths->dirs[2] : "");
+            return false;
+        }
+    }
+    bool ok = profile_load(p, path, paths, e);
+    free(path);
+    for (size_t i = 0; ok && i < o->nsets; i++)
+        ok = profile_set(p, o->sets[i], e);
+    if (!ok)
+        profile_free(p);
+    return ok;
+}
+
+static void log_plan_notes(const struct plan *pl)
+{
+    for (size_t i = 0; i < pl->nnotes; i++) {
+        if (pl->notes[i].level == NOTE_WARN)
+            log_warn("%s", pl->notes[i].text);
+        else
+            log_info("%s", pl->notes[i].text);
+    }
+}
+
+static int log_results(const struct plan *pl, const struct step_result *res)
+{
+    int failed = 0;
+    for (size_t i = 0; i < pl->nsteps; i++) {
+        char name[64];
+        plan_step_name(&pl->steps[i], name, sizeof(name));
+        if (res[i].status == STEP_FAILED) {
+            failed++;
+            log_warn("%s: %s", name, res[i].detail);
+        } else {
+            log_info("%-7s %-22s %s", step_status_name(res[i].status), name, res[i].detail);
+        }
+    }
+    return failed;
+}
+
+static int run(const struct options *o, struct profile *p, struct topo *t)
+{
+    struct plan pl;
+    struct err e;
+    struct plan_input in = {p, t, environ};
+    if (!plan_build(&pl, &in, &e)) {
+        log_error("%s", e.msg);
+        return EXIT_TUNERUN;
+    }
+    log_plan_notes(&pl);
+    if (o->strict && pl.degraded) {
+        log_error("--strict: the plan does not fully honour the profile; not executing %s",
+                  o->command[0]);
+        plan_free(&pl);
+        return EXIT_TUNERUN;
+    }
+    struct step_result *res = calloc(pl.nsteps ? pl.nsteps : 1, sizeof(*res));
+    if (res == NULL) {
+        log_error("out of memory");
+        return EXIT_TUNERUN;
+    }
+    apply_plan(&pl, res);
+    int failed = log_results(&pl, res);
+    plan_free(&pl);
+    free(res);
+    if (o->strict && failed) {
+        log_error("--strict: %d step%s failed; not executing %s", failed, failed == 1 ? "" : "s",
+                  o->command[0]);
+        return EXIT_TUNERUN;
+    }
+    log_info("executing %s", o->command[0]);
+    fflush(NULL);
+    execvp(o->command[0], o->command);
+    int error = errno;
+    log_error("cannot execute '%s': %s", o->command[0], strerror(error));
+    return error == ENOENT || error == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+}
+
+static int show_plan(const struct options *o, struct profile *p, struct topo *t)
+{
+    struct plan pl;
+    struct err e;
+    struct plan_input in = {p, t, environ};
+    if (!plan_build(&pl, &in, &e)) {
+        log_error("%s", e.msg);
+        return EXIT_TUNERUN;
+    }
+    if (o->json)
+        report_plan_json(stdout, p, t, &pl, NULL);
+    else
+        report_plan_text(stdout, p, t, &pl, NULL);
+    int status = o->strict && pl.degraded ? EXIT_TUNERUN : 0;
+    plan_free(&pl);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    struct options o = {0};
+    int status = parse_args(argc, argv, &o);
+    if (status >= 0) {
+        free(o.sets);
+        return status;
+    }
+    log_init(o.level);
+
+    char *exe_dir = exe_profile_dir();
+    struct profile_paths paths;
+    build_paths(&paths, exe_dir);
+    struct err e;
+    struct profile p;
+    struct topo t;
+
+    if (o.verb == VERB_PROFILES) {
+        status = list_profiles(&paths);
+        goto out;
+    }
+    if (o.verb == VERB_TOPO) {
+        if (!topo_load(&t, o.topology, &e)) {
+            log_error("%s", e.msg);
+            status = EXIT_TUNERUN;
+            goto out;
+        }
+        if (o.json)
+            report_topo_json(stdout, &t);
+        else
+            report_topo_text(stdout, &t);
+        topo_free(&t);
+        status = 0;
+        goto out;
+    }
+
+    log_set_subject(o.profile_name ? o.profile_name : o.profile_file);
+    if (!load_profile(&o, &paths, &p, &e)) {
+        log_error("%s", e.msg);
+        status = EXIT_TUNERUN;
+        goto out;
+    }
+    log_set_subject(p.name);
+    if (!topo_load(&t, o.topology, &e)) {
+        log_error("%s", e.msg);
+        profile_free(&p);
+        status = EXIT_TUNERUN;
+        goto out;
+    }
+    if (o.verb == VERB_PLAN)
+        status = show_plan(&o, &p, &t);
+    else
+        status = run(&o, &p, &t);
+    topo_free(&t);
+    profile_free(&p);
+out:
+    free(exe_dir);
+    free(o.sets);
+    return status;
+}

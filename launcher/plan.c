@@ -1,0 +1,835 @@
+/*
+ * plan.c - profile + topology -> plan. Pure: no syscalls, no hwloc topology.
+ *
+ * The phases, in order:
+ *   1. candidates: allowed online CPUs within the inherited affinity; tunerun
+ *      never widens what its parent gave it.
+ *   2. nodes: rank the nodes that can host CPUs (most free memory, then
+ *      lowest os index) and take the N best; for N > 1 take the most
+ *      compact group by the distance matrix.
+ *   3. CPUs: all of the chosen nodes' candidates, a count or a percentage,
+ *      whole cores first, optionally one PU per core.
+ *   4. memory: each chosen node's own memory, or for a memoryless node the
+ *      nearest node with memory; then the policy, `auto` deciding between
+ *      bind, preferred-many and interleave by the expected size.
+ *   5. steps: rlimits, oom score, memory policy, affinity, THP, environment
+ *      (MALLOC_ARENA_MAX and the JVM's options derived from the placement).
+ */
+#include "plan.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB (1024ULL * 1024ULL)
+#define GIB (1024ULL * MIB)
+
+static void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n);
+    if (q == NULL) {
+        perror("tunerun: out of memory");
+        exit(125);
+    }
+    return q;
+}
+
+static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xasprintf(const char *fmt, ...)
+{
+    va_list ap;
+    char *s;
+    va_start(ap, fmt);
+    int r = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (r < 0) {
+        perror("tunerun: out of memory");
+        exit(125);
+    }
+    return s;
+}
+
+static char *list_of(hwloc_const_bitmap_t set)
+{
+    char *s = NULL;
+    if (hwloc_bitmap_iszero(set))
+        return xasprintf("none");
+    if (hwloc_bitmap_list_asprintf(&s, set) < 0) {
+        perror("tunerun: out of memory");
+        exit(125);
+    }
+    return s;
+}
+
+static void note(struct plan *pl, enum note_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void note(struct plan *pl, enum note_level level, const char *fmt, ...)
+{
+    va_list ap;
+    char *s;
+    va_start(ap, fmt);
+    if (vasprintf(&s, fmt, ap) < 0) {
+        perror("tunerun: out of memory");
+        exit(125);
+    }
+    va_end(ap);
+    pl->notes = xrealloc(pl->notes, (pl->nnotes + 1) * sizeof(*pl->notes));
+    pl->notes[pl->nnotes++] = (struct plan_note){level, s};
+    if (level == NOTE_WARN)
+        pl->degraded = true;
+}
+
+static struct plan_step *add_step(struct plan *pl, enum step_type type, char *why)
+{
+    pl->steps = xrealloc(pl->steps, (pl->nsteps + 1) * sizeof(*pl->steps));
+    struct plan_step *s = &pl->steps[pl->nsteps++];
+    memset(s, 0, sizeof(*s));
+    s->type = type;
+    s->why = why;
+    return s;
+}
+
+static char *origin_str(struct origin at)
+{
+    if (at.line > 0)
+        return xasprintf("%s:%d", at.file, at.line);
+    if (at.file)
+        return xasprintf("%s", at.file);
+    return xasprintf("default");
+}
+
+const char *plan_mpol_name(enum plan_mpol m)
+{
+    static const char *const names[] = {"local", "bind", "preferred", "preferred-many",
+                                        "interleave"};
+    return names[m];
+}
+
+void plan_step_name(const struct plan_step *s, char *buf, size_t n)
+{
+    switch (s->type) {
+    case STEP_RLIMIT:
+        snprintf(buf, n, "rlimit %s", rlimit_name(s->u.rlimit.resource));
+        break;
+    case STEP_OOM_SCORE_ADJ:
+        snprintf(buf, n, "oom_score_adj");
+        break;
+    case STEP_MEMPOLICY:
+        snprintf(buf, n, "mempolicy");
+        break;
+    case STEP_AFFINITY:
+        snprintf(buf, n, "affinity");
+        break;
+    case STEP_THP:
+        snprintf(buf, n, "thp");
+        break;
+    case STEP_SETENV:
+        snprintf(buf, n, "env %s", s->u.env.name);
+        break;
+    }
+}
+
+static const char *getenv_in(char *const *env, const char *name)
+{
+    size_t len = strlen(name);
+    for (; env && *env; env++)
+        if (strncmp(*env, name, len) == 0 && (*env)[len] == '=')
+            return *env + len + 1;
+    return NULL;
+}
+
+static double gib(uint64_t bytes)
+{
+    return (double)bytes / (double)GIB;
+}
+
+/* ---- phase 2: nodes ------------------------------------------------------ */
+
+struct ctx {
+    const struct profile *p;
+    const struct topo *t;
+    struct plan *pl;
+    hwloc_bitmap_t cand;   /* candidate CPUs */
+    hwloc_bitmap_t *node_cand; /* per node index: its candidate CPUs */
+    size_t *rank;          /* eligible node indexes, best first */
+    size_t nrank;
+};
+
+/* The node a node's memory comes from: itself, or the nearest with memory. */
+static int memory_home(const struct topo *t, size_t i)
+{
+    if (t->nodes[i].has_memory)
+        return (int)i;
+    int best = -1;
+    for (size_t j = 0; j < t->nnodes; j++) {
+        if (!t->nodes[j].has_memory)
+            continue;
+        if (best < 0)
+            best = (int)j;
+        else {
+            unsigned dj = topo_distance(t, i, j), db = topo_distance(t, i, (size_t)best);
+            if (dj < db || (dj == db && t->nodes[j].mem_free > t->nodes[best].mem_free))
+                best = (int)j;
+        }
+    }
+    return best;
+}
+
+static uint64_t free_for(const struct topo *t, size_t i)
+{
+    int m = memory_home(t, i);
+    return m < 0 ? 0 : t->nodes[m].mem_free;
+}
+
+static int cmp_rank(const void *a, const void *b, void *topo)
+{
+    const struct topo *t = topo;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    uint64_t fx = free_for(t, x), fy = free_for(t, y);
+    if (fx != fy)
+        return fx > fy ? -1 : 1;
+    return t->nodes[x].os_index < t->nodes[y].os_index ? -1 : 1;
+}
+
+static void rank_nodes(struct ctx *c)
+{
+    const struct topo *t = c->t;
+    c->rank = xrealloc(NULL, (t->nnodes ? t->nnodes : 1) * sizeof(size_t));
+    c->nrank = 0;
+    for (size_t i = 0; i < t->nnodes; i++)
+        if (!hwloc_bitmap_iszero(c->node_cand[i]))
+            c->rank[c->nrank++] = i;
+    qsort_r(c->rank, c->nrank, sizeof(size_t), cmp_rank, (void *)t);
+}
+
+/*
+ * Greedy compact group: from each seed, add the node nearest to the group so
+ * far; keep the group with the smallest sum of pairwise distances, the
+ * better-ranked seed winning ties. For two nodes this is the closest pair.
+ */
+static void choose_group(struct ctx *c, size_t want, size_t *out)
+{
+    const struct topo *t = c->t;
+    unsigned long best_cost = ~0UL;
+    size_t *group = xrealloc(NULL, want * sizeof(size_t));
+    bool *in = xrealloc(NULL, t->nnodes * sizeof(bool));
+    for (size_t s = 0; s < c->nrank; s++) {
+        memset(in, 0, t->nnodes * sizeof(bool));
+        group[0] = c->rank[s];
+        in[group[0]] = true;
+        unsigned long cost = 0;
+        for (size_t g = 1; g < want; g++) {
+            size_t pick = 0;
+            unsigned long pick_d = ~0UL;
+            for (size_t k = 0; k < c->nrank; k++) {
+                size_t n = c->rank[k];
+                if (in[n])
+                    continue;
+                unsigned long d = 0;
+                for (size_t m = 0; m < g; m++)
+                    d += topo_distance(t, group[m], n);
+                if (d < pick_d) {
+                    pick_d = d;
+                    pick = n;
+                }
+            }
+            group[g] = pick;
+            in[pick] = true;
+            cost += pick_d;
+        }
+        if (cost < best_cost) {
+            best_cost = cost;
+            memcpy(out, group, want * sizeof(size_t));
+        }
+    }
+    free(group);
+    free(in);
+}
+
+static void choose_nodes(struct ctx *c)
+{
+    const struct profile *p = c->p;
+    const struct topo *t = c->t;
+    struct plan *pl = c->pl;
+    size_t want = p->placement.nodes ? p->placement.nodes : c->nrank;
+    if (want > c->nrank) {
+        note(pl, NOTE_WARN,
+             "profile asks for %zu nodes but only %zu can host its CPUs here; using %zu", want,
+             c->nrank, c->nrank);
+        want = c->nrank;
+    }
+    size_t *chosen = xrealloc(NULL, (want ? want : 1) * sizeof(size_t));
+    if (want == c->nrank)
+        memcpy(chosen, c->rank, want * sizeof(size_t));
+    else if (want == 1)
+        chosen[0] = c->rank[0];
+    else
+        choose_group(c, want, chosen);
+
+    for (size_t k = 0; k < want; k++)
+        hwloc_bitmap_set(pl->nodes, t->nodes[chosen[k]].os_index);
+
+    if (p->placement.nodes == 0) {
+        note(pl, NOTE_INFO, "nodes: all %zu that can host CPUs here", want);
+    } else if (want == 1) {
+        size_t n = chosen[0];
+        if (c->nrank == 1)
+            note(pl, NOTE_INFO, "node %u: the only node with usable CPUs", t->nodes[n].os_index);
+        else
+            note(pl, NOTE_INFO, "node %u: most free memory (%.1f GiB) of %zu candidate nodes",
+                 t->nodes[n].os_index, gib(free_for(t, n)), c->nrank);
+    } else if (want > 1) {
+        char *list = list_of(pl->nodes);
+        note(pl, NOTE_INFO, "nodes %s: the closest group of %zu%s", list, want,
+             t->distance ? " by the distance matrix" : " (no distance matrix: by free memory)");
+        free(list);
+    }
+    free(chosen);
+}
+
+/* ---- phase 3: CPUs -------------------------------------------------------- */
+
+/* Keep one PU per core: the first allowed one. */
+static void drop_smt_siblings(const struct topo *t, hwloc_bitmap_t set)
+{
+    for (size_t i = 0; i < t->ncores; i++) {
+        hwloc_bitmap_t in = hwloc_bitmap_alloc();
+        hwloc_bitmap_and(in, t->cores[i], set);
+        int first = hwloc_bitmap_first(in);
+        if (first >= 0) {
+            hwloc_bitmap_andnot(set, set, in);
+            hwloc_bitmap_set(set, (unsigned)first);
+        }
+        hwloc_bitmap_free(in);
+    }
+}
+
+/* Take up to n PUs of pool, whole cores first, in core order. */
+static void take_compact(const struct topo *t, hwloc_const_bitmap_t pool, unsigned n,
+                         hwloc_bitmap_t out)
+{
+    unsigned got = 0;
+    hwloc_bitmap_t in = hwloc_bitmap_alloc();
+    for (size_t i = 0; i < t->ncores && got < n; i++) {
+        hwloc_bitmap_and(in, t->cores[i], pool);
+        int pu;
+        hwloc_bitmap_foreach_begin(pu, in)
+        {
+            if (got < n) {
+                hwloc_bitmap_set(out, (unsigned)pu);
+                got++;
+            }
+        }
+        hwloc_bitmap_foreach_end();
+    }
+    /* PUs that belong to no core object (some XMLs): take them in order. */
+    int pu;
+    hwloc_bitmap_foreach_begin(pu, pool)
+    {
+        if (got < n && !hwloc_bitmap_isset(out, (unsigned)pu)) {
+            bool in_core = false;
+            for (size_t i = 0; i < t->ncores && !in_core; i++)
+                in_core = hwloc_bitmap_isset(t->cores[i], (unsigned)pu);
+            if (!in_core) {
+                hwloc_bitmap_set(out, (unsigned)pu);
+                got++;
+            }
+        }
+    }
+    hwloc_bitmap_foreach_end();
+    hwloc_bitmap_free(in);
+}
+
+static void choose_cpus(struct ctx *c)
+{
+    const struct profile *p = c->p;
+    const struct topo *t = c->t;
+    struct plan *pl = c->pl;
+    hwloc_bitmap_t pool = hwloc_bitmap_alloc();
+
+    if (p->placement.cpus == CPUS_ALL) {
+        hwloc_bitmap_copy(pool, c->cand);
+    } else {
+        for (size_t i = 0; i < t->nnodes; i++)
+            if (hwloc_bitmap_isset(pl->nodes, t->nodes[i].os_index))
+                hwloc_bitmap_or(pool, pool, c->node_cand[i]);
+    }
+    if (!p->placement.smt)
+        drop_smt_siblings(t, pool);
+    unsigned have = (unsigned)hwloc_bitmap_weight(pool);
+
+    unsigned want = have;
+    if (p->placement.cpus == CPUS_COUNT)
+        want = p->placement.cpus_value;
+    else if (p->placement.cpus == CPUS_PERCENT)
+        want = (have * p->placement.cpus_value + 99) / 100;
+    if (want == 0)
+        want = 1;
+    if (want > have) {
+        note(pl, NOTE_WARN, "profile asks for %u CPUs but only %u are available; using %u", want,
+             have, have);
+        want = have;
+    }
+
+    if (want == have) {
+        hwloc_bitmap_copy(pl->cpus, pool);
+    } else {
+        /* Spread the count over the chosen nodes in proportion, compact within each. */
+        unsigned taken = 0;
+        int nchosen = hwloc_bitmap_weight(pl->nodes), seen = 0;
+        hwloc_bitmap_t part = hwloc_bitmap_alloc();
+        for (size_t i = 0; i < t->nnodes && taken < want; i++) {
+            if (!hwloc_bitmap_isset(pl->nodes, t->nodes[i].os_index))
+                continue;
+            hwloc_bitmap_and(part, pool, c->node_cand[i]);
+            unsigned w = (unsigned)hwloc_bitmap_weight(part);
+            unsigned share = ++seen == nchosen ? want - taken : (want * w + have - 1) / have;
+            if (share > want - taken)
+                share = want - taken;
+            take_compact(t, part, share, pl->cpus);
+            taken = (unsigned)hwloc_bitmap_weight(pl->cpus);
+        }
+        hwloc_bitmap_free(part);
+        if (hwloc_bitmap_weight(pl->cpus) < (int)want) /* rounding left some out */
+            take_compact(t, pool, want, pl->cpus);
+    }
+    if (p->placement.cpus == CPUS_ALL) {
+        /* the CPUs decide the nodes they live on */
+        hwloc_bitmap_zero(pl->nodes);
+        for (size_t i = 0; i < t->nnodes; i++)
+            if (hwloc_bitmap_intersects(t->nodes[i].cpus, pl->cpus))
+                hwloc_bitmap_set(pl->nodes, t->nodes[i].os_index);
+    }
+    char *list = list_of(pl->cpus);
+    note(pl, NOTE_INFO, "cpus %s (%d)%s", list, hwloc_bitmap_weight(pl->cpus),
+         p->placement.smt ? "" : ": one PU per core (smt = no)");
+    free(list);
+    hwloc_bitmap_free(pool);
+}
+
+/* ---- phase 4: memory ------------------------------------------------------ */
+
+static uint64_t sum_mem(const struct topo *t, hwloc_const_bitmap_t nodes, bool free_only)
+{
+    uint64_t s = 0;
+    for (size_t i = 0; i < t->nnodes; i++)
+        if (hwloc_bitmap_isset(nodes, t->nodes[i].os_index))
+            s += free_only ? t->nodes[i].mem_free : t->nodes[i].mem_total;
+    return s;
+}
+
+static void choose_memory(struct ctx *c)
+{
+    const struct profile *p = c->p;
+    const struct topo *t = c->t;
+    struct plan *pl = c->pl;
+
+    for (size_t i = 0; i < t->nnodes; i++) {
+        if (!hwloc_bitmap_isset(pl->nodes, t->nodes[i].os_index))
+            continue;
+        int m = memory_home(t, i);
+        if (m < 0)
+            continue;
+        hwloc_bitmap_set(pl->mem_nodes, t->nodes[m].os_index);
+        if ((size_t)m != i)
+            note(pl, NOTE_INFO, "node %u has CPUs but no memory: its memory comes from node %u, "
+                 "the nearest with memory (distance %u)",
+                 t->nodes[i].os_index, t->nodes[m].os_index, topo_distance(t, i, (size_t)m));
+    }
+
+    enum mem_mode mode = p->placement.memory;
+    char *list = list_of(pl->mem_nodes);
+    switch (mode) {
+    case MEM_LOCAL:
+        pl->mpol = PLAN_MPOL_LOCAL;
+        hwloc_bitmap_zero(pl->mem_nodes);
+        note(pl, NOTE_INFO, "memory local: first touch on the node of the touching CPU");
+        break;
+    case MEM_BIND:
+        pl->mpol = PLAN_MPOL_BIND;
+        note(pl, NOTE_INFO, "memory bind %s: every page local, no remote NUMA access", list);
+        break;
+    case MEM_PREFERRED:
+        pl->mpol = hwloc_bitmap_weight(pl->mem_nodes) > 1 ? PLAN_MPOL_PREFERRED_MANY
+                                                          : PLAN_MPOL_PREFERRED;
+        note(pl, NOTE_INFO, "memory preferred %s: local first, spill over instead of swapping",
+             list);
+        break;
+    case MEM_INTERLEAVE:
+        pl->mpol = PLAN_MPOL_INTERLEAVE;
+        note(pl, NOTE_INFO, "memory interleave %s: bandwidth spread over the nodes", list);
+        break;
+    case MEM_AUTO: {
+        uint64_t want = p->placement.memory_size;
+        uint64_t fr = sum_mem(t, pl->mem_nodes, true), total = sum_mem(t, pl->mem_nodes, false);
+        /* headroom: 10% or 256 MiB, whichever is more, for page cache and the kernel */
+        uint64_t headroom = want / 10 > 256 * MIB ? want / 10 : 256 * MIB;
+        if (want == 0) {
+            pl->mpol = hwloc_bitmap_weight(pl->mem_nodes) > 1 ? PLAN_MPOL_PREFERRED_MANY
+                                                              : PLAN_MPOL_PREFERRED;
+            note(pl, NOTE_INFO,
+                 "memory auto -> %s %s: memory_size is not set, so prefer the node without "
+                 "risking a strict bind",
+                 plan_mpol_name(pl->mpol), list);
+        } else if (!t->memory_known || want + headroom <= fr) {
+            pl->mpol = PLAN_MPOL_BIND;
+            note(pl, NOTE_INFO,
+                 "memory auto -> bind %s: memory_size %.1f GiB fits %.1f GiB free with headroom",
+                 list, gib(want), gib(fr));
+        } else if (want <= total) {
+            pl->mpol = hwloc_bitmap_weight(pl->mem_nodes) > 1 ? PLAN_MPOL_PREFERRED_MANY
+                                                              : PLAN_MPOL_PREFERRED;
+            note(pl, NOTE_INFO,
+                 "memory auto -> %s %s: memory_size %.1f GiB exceeds %.1f GiB free; a strict "
+                 "bind would swap or OOM (MySQL's \"swap insanity\")",
+                 plan_mpol_name(pl->mpol), list, gib(want), gib(fr));
+        } else {
+            pl->mpol = PLAN_MPOL_INTERLEAVE;
+            hwloc_bitmap_zero(pl->mem_nodes);
+            for (size_t i = 0; i < t->nnodes; i++)
+                if (t->nodes[i].has_memory)
+                    hwloc_bitmap_set(pl->mem_nodes, t->nodes[i].os_index);
+            char *all = list_of(pl->mem_nodes);
+            note(pl, NOTE_INFO,
+                 "memory auto -> interleave %s: memory_size %.1f GiB is more than the chosen "
+                 "nodes hold (%.1f GiB), so spread it evenly",
+                 all, gib(want), gib(total));
+            free(all);
+        }
+        break;
+    }
+    }
+    free(list);
+}
+
+/* ---- phase 5: steps ------------------------------------------------------- */
+
+static const char *limit_fear(int resource)
+{
+    switch (resource) {
+    case RLIMIT_NOFILE:
+        return "every connection, table and log is a file descriptor";
+    case RLIMIT_NPROC:
+        return "threads count against the process limit";
+    case RLIMIT_MEMLOCK:
+        return "locked memory for huge pages and io_uring buffers";
+    case RLIMIT_CORE:
+        return "a crash should leave a core to debug, or none to leak data";
+    case RLIMIT_STACK:
+        return "deep recursion and per-thread stacks";
+    default:
+        return "the profile's limit";
+    }
+}
+
+static void add_limit_steps(struct ctx *c)
+{
+    for (int r = 0; r < PROFILE_NLIMITS; r++) {
+        const struct profile_limit *l = &c->p->limits[r];
+        if (!l->set)
+            continue;
+        char *at = origin_str(l->at);
+        struct plan_step *s =
+            add_step(c->pl, STEP_RLIMIT, xasprintf("%s (%s)", limit_fear(r), at));
+        free(at);
+        s->u.rlimit.resource = r;
+        s->u.rlimit.soft = l->soft;
+        s->u.rlimit.hard = l->hard;
+    }
+    if (c->p->memory.oom_set) {
+        char *at = origin_str(c->p->memory.oom_at);
+        struct plan_step *s = add_step(
+            c->pl, STEP_OOM_SCORE_ADJ,
+            xasprintf("%s (%s)",
+                      c->p->memory.oom_score_adj < 0
+                          ? "the OOM killer should pick something else first"
+                          : "this service should go first when memory runs out",
+                      at));
+        free(at);
+        s->u.oom_score_adj = c->p->memory.oom_score_adj;
+    }
+}
+
+static void add_placement_steps(struct ctx *c)
+{
+    struct plan *pl = c->pl;
+    static const char *const fear[] = {
+        [PLAN_MPOL_LOCAL] = "first touch on the local node",
+        [PLAN_MPOL_BIND] = "remote NUMA memory: ~80 ns local becomes ~140 ns remote",
+        [PLAN_MPOL_PREFERRED] = "remote memory, without the OOM risk of a strict bind",
+        [PLAN_MPOL_PREFERRED_MANY] = "remote memory, without the OOM risk of a strict bind",
+        [PLAN_MPOL_INTERLEAVE] = "one node's memory bandwidth or size running out",
+    };
+    struct plan_step *s = add_step(pl, STEP_MEMPOLICY, xasprintf("%s", fear[pl->mpol]));
+    s->u.mempolicy.mode = pl->mpol;
+    s->u.mempolicy.nodes = hwloc_bitmap_dup(pl->mem_nodes);
+
+    s = add_step(pl, STEP_AFFINITY,
+                 xasprintf("CPUs next to the service's memory, not shared by chance"));
+    s->u.cpus = hwloc_bitmap_dup(pl->cpus);
+
+    switch (c->p->memory.thp) {
+    case THP_MADVISE:
+        s = add_step(pl, STEP_THP,
+                     xasprintf("2 MiB page faults stall latency unless the service asks "
+                               "(madvise) for huge pages"));
+        s->u.thp = THP_MADVISE;
+        break;
+    case THP_NEVER:
+        s = add_step(pl, STEP_THP,
+                     xasprintf("fork copies whole huge pages: latency spikes and memory "
+                               "blow-up in snapshots"));
+        s->u.thp = THP_NEVER;
+        break;
+    case THP_SYSTEM:
+        note(pl, NOTE_INFO, "thp: the system-wide mode applies (profile says system)");
+        break;
+    }
+}
+
+/* Expand ${ncpus}-style references; unknown names were refused at load. */
+static char *expand(const struct ctx *c, const char *v)
+{
+    const struct plan *pl = c->pl;
+    size_t cap = strlen(v) + 64, len = 0;
+    char *out = xrealloc(NULL, cap);
+    while (*v) {
+        char *val = NULL;
+        const char *close = NULL;
+        if (v[0] == '$' && v[1] == '{' && (close = strchr(v, '}'))) {
+            size_t n = (size_t)(close - v - 2);
+            if (n == 4 && strncmp(v + 2, "cpus", 4) == 0)
+                val = list_of(pl->cpus);
+            else if (n == 5 && strncmp(v + 2, "ncpus", 5) == 0)
+                val = xasprintf("%d", hwloc_bitmap_weight(pl->cpus));
+            else if (n == 5 && strncmp(v + 2, "nodes", 5) == 0)
+                val = list_of(pl->nodes);
+            else if (n == 6 && strncmp(v + 2, "nnodes", 6) == 0)
+                val = xasprintf("%d", hwloc_bitmap_weight(pl->nodes));
+            else if (n == 8 && strncmp(v + 2, "node_mem", 8) == 0)
+                val = xasprintf("%lluM",
+                                (unsigned long long)(sum_mem(c->t, pl->mem_nodes, false) / MIB));
+        }
+        const char *piece = val ? val : v;
+        size_t plen = val ? strlen(val) : 1;
+        if (len + plen + 1 > cap) {
+            cap = (len + plen + 1) * 2;
+            out = xrealloc(out, cap);
+        }
+        memcpy(out + len, piece, plen);
+        len += plen;
+        v = val ? close + 1 : v + 1;
+        free(val);
+    }
+    out[len] = '\0';
+    return out;
+}
+
+static void add_env(struct plan *pl, const char *name, char *value, char *why)
+{
+    struct plan_step *s = add_step(pl, STEP_SETENV, why);
+    s->u.env.name = xasprintf("%s", name);
+    s->u.env.value = value;
+}
+
+static void add_arena_step(struct ctx *c)
+{
+    const struct profile *p = c->p;
+    int ncpus = hwloc_bitmap_weight(c->pl->cpus);
+    switch (p->memory.arena) {
+    case ARENA_UNSET:
+        note(c->pl, NOTE_INFO, "MALLOC_ARENA_MAX: left alone (the profile says unset)");
+        break;
+    case ARENA_VALUE:
+        add_env(c->pl, "MALLOC_ARENA_MAX", xasprintf("%u", p->memory.arena_value),
+                xasprintf("glibc's default is 8 arenas per online CPU, each with its own "
+                          "fragmentation; the profile sets %u",
+                          p->memory.arena_value));
+        break;
+    case ARENA_AUTO: {
+        /* glibc counts online CPUs, not our affinity; one arena per placed CPU
+         * bounds contention, and 2 keeps a preempted lock holder from
+         * serialising everyone (the seed: never 1). */
+        int n = ncpus < 2 ? 2 : ncpus;
+        add_env(c->pl, "MALLOC_ARENA_MAX", xasprintf("%d", n),
+                xasprintf("glibc sizes arenas from online CPUs, not the %d placed ones; "
+                          "fewer arenas, less fragmentation",
+                          ncpus));
+        break;
+    }
+    }
+}
+
+static bool user_sets(const char *opts, const char *flag)
+{
+    return opts && strstr(opts, flag) != NULL;
+}
+
+static void add_java_step(struct ctx *c, const char *base)
+{
+    const struct profile *p = c->p;
+    struct plan *pl = c->pl;
+    char *opts = xasprintf("%s", "");
+    int ncpus = hwloc_bitmap_weight(pl->cpus);
+    int nmem = hwloc_bitmap_weight(pl->mem_nodes);
+
+#define APPEND(...)                                                                                \
+    do {                                                                                           \
+        char *add = xasprintf(__VA_ARGS__);                                                        \
+        char *joined = xasprintf("%s%s%s", opts, *opts ? " " : "", add);                           \
+        free(opts);                                                                                \
+        free(add);                                                                                 \
+        opts = joined;                                                                             \
+    } while (0)
+
+    if (p->java.active_processor_count != JAVA_OFF) {
+        if (user_sets(base, "-XX:ActiveProcessorCount="))
+            note(pl, NOTE_INFO, "java: JAVA_TOOL_OPTIONS already sets ActiveProcessorCount; kept");
+        else
+            APPEND("-XX:ActiveProcessorCount=%u",
+                   p->java.active_processor_count == JAVA_AUTO
+                       ? (unsigned)ncpus
+                       : p->java.active_processor_count_value);
+    }
+    if (p->java.use_numa != JAVA_OFF) {
+        if (user_sets(base, "UseNUMA"))
+            note(pl, NOTE_INFO, "java: JAVA_TOOL_OPTIONS already sets UseNUMA; kept");
+        else if (p->java.use_numa == JAVA_VALUE || nmem > 1)
+            APPEND("-XX:+UseNUMA");
+        else
+            note(pl, NOTE_INFO, "java: no -XX:+UseNUMA, memory is on %s", 
+                 nmem == 1 ? "a single node" : "the local node");
+    }
+    if (p->java.max_ram != JAVA_OFF) {
+        uint64_t ram = p->java.max_ram_value;
+        if (p->java.max_ram == JAVA_AUTO) {
+            hwloc_bitmap_t nodes = hwloc_bitmap_dup(nmem ? pl->mem_nodes : pl->nodes);
+            ram = c->t->memory_known ? sum_mem(c->t, nodes, false) : 0;
+            hwloc_bitmap_free(nodes);
+        }
+        if (user_sets(base, "-XX:MaxRAM="))
+            note(pl, NOTE_INFO, "java: JAVA_TOOL_OPTIONS already sets MaxRAM; kept");
+        else if (ram == 0)
+            note(pl, NOTE_INFO, "java: node memory unknown, no MaxRAM");
+        else
+            APPEND("-XX:MaxRAM=%llum", (unsigned long long)(ram / MIB));
+    }
+#undef APPEND
+    if (*opts == '\0') {
+        free(opts);
+        return;
+    }
+    char *value = base && *base ? xasprintf("%s %s", base, opts) : xasprintf("%s", opts);
+    add_env(pl, "JAVA_TOOL_OPTIONS", value,
+            xasprintf("the JVM sizes its threads and heap from the whole machine or the "
+                      "container, not its placement; appended: %s",
+                      opts));
+    free(opts);
+}
+
+static void add_env_steps(struct ctx *c, char *const *environ)
+{
+    const struct profile *p = c->p;
+    add_arena_step(c);
+    const char *java_base = getenv_in(environ, "JAVA_TOOL_OPTIONS");
+    char *java_from_profile = NULL;
+    for (size_t i = 0; i < p->nenv; i++) {
+        char *v = expand(c, p->env[i].value);
+        if (strcmp(p->env[i].name, "JAVA_TOOL_OPTIONS") == 0) {
+            java_from_profile = v; /* merged with the derived options below */
+            continue;
+        }
+        char *at = origin_str(p->env[i].at);
+        add_env(c->pl, p->env[i].name, v, xasprintf("profile environment (%s)", at));
+        free(at);
+    }
+    bool java = p->java.active_processor_count != JAVA_OFF || p->java.use_numa != JAVA_OFF ||
+                p->java.max_ram != JAVA_OFF;
+    if (java) {
+        add_java_step(c, java_from_profile ? java_from_profile : java_base);
+    } else if (java_from_profile) {
+        add_env(c->pl, "JAVA_TOOL_OPTIONS", xasprintf("%s", java_from_profile),
+                xasprintf("profile environment"));
+    }
+    free(java_from_profile);
+}
+
+bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
+{
+    const struct topo *t = in->topo;
+    memset(pl, 0, sizeof(*pl));
+    pl->profile = in->profile->name;
+    pl->cpus = hwloc_bitmap_alloc();
+    pl->nodes = hwloc_bitmap_alloc();
+    pl->mem_nodes = hwloc_bitmap_alloc();
+
+    struct ctx c = {.p = in->profile, .t = t, .pl = pl};
+    c.cand = hwloc_bitmap_alloc();
+    hwloc_bitmap_and(c.cand, t->cpus, t->binding);
+    if (hwloc_bitmap_iszero(c.cand)) {
+        char *aff = list_of(t->binding), *all = list_of(t->cpus);
+        err_set(e, "no usable CPU: the inherited affinity (%s) and the allowed online CPUs (%s) "
+                   "do not overlap",
+                aff, all);
+        free(aff);
+        free(all);
+        hwloc_bitmap_free(c.cand);
+        plan_free(pl);
+        return false;
+    }
+    if (!hwloc_bitmap_isequal(c.cand, t->cpus)) {
+        char *aff = list_of(c.cand);
+        note(pl, NOTE_INFO, "inherited affinity limits the candidates to CPUs %s", aff);
+        free(aff);
+    }
+    c.node_cand = xrealloc(NULL, (t->nnodes ? t->nnodes : 1) * sizeof(hwloc_bitmap_t));
+    for (size_t i = 0; i < t->nnodes; i++) {
+        c.node_cand[i] = hwloc_bitmap_alloc();
+        hwloc_bitmap_and(c.node_cand[i], t->nodes[i].cpus, c.cand);
+    }
+    rank_nodes(&c);
+    if (c.nrank == 0) {
+        /* No NUMA information at all: treat the machine as one node 0. */
+        hwloc_bitmap_copy(pl->cpus, c.cand);
+        note(pl, NOTE_WARN, "no NUMA node owns the candidate CPUs; placing by CPUs only");
+    } else {
+        choose_nodes(&c);
+        choose_cpus(&c);
+        choose_memory(&c);
+    }
+    add_limit_steps(&c);
+    add_placement_steps(&c);
+    add_env_steps(&c, in->environ);
+
+    for (size_t i = 0; i < t->nnodes; i++)
+        hwloc_bitmap_free(c.node_cand[i]);
+    free(c.node_cand);
+    free(c.rank);
+    hwloc_bitmap_free(c.cand);
+    return true;
+}
+
+void plan_free(struct plan *pl)
+{
+    for (size_t i = 0; i < pl->nsteps; i++) {
+        struct plan_step *s = &pl->steps[i];
+        free(s->why);
+        if (s->type == STEP_MEMPOLICY)
+            hwloc_bitmap_free(s->u.mempolicy.nodes);
+        else if (s->type == STEP_AFFINITY)
+            hwloc_bitmap_free(s->u.cpus);
+        else if (s->type == STEP_SETENV) {
+            free(s->u.env.name);
+            free(s->u.env.value);
+        }
+    }
+    free(pl->steps);
+    for (size_t i = 0; i < pl->nnotes; i++)
+        free(pl->notes[i].text);
+    free(pl->notes);
+    hwloc_bitmap_free(pl->cpus);
+    hwloc_bitmap_free(pl->nodes);
+    hwloc_bitmap_free(pl->mem_nodes);
+    memset(pl, 0, sizeof(*pl));
+}

@@ -1,0 +1,97 @@
+/*
+ * plan.h - what tunerun will do, as plain data.
+ *
+ * The planner is a pure function of (profile, topology, environment): it
+ * makes no syscalls and calls no hwloc topology function (only hwloc's
+ * bitmap helpers), so every rule can be tested against any machine shape.
+ * Its output is a list of typed steps in the order apply.c must run them,
+ * as bubblewrap's setup operations are, plus notes: the decisions with
+ * their reasons, and warnings where the profile could not be honoured.
+ */
+#ifndef TUNERUN_PLAN_H
+#define TUNERUN_PLAN_H
+
+#include <hwloc/bitmap.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+
+#include "log.h"
+#include "profile.h"
+#include "topo.h"
+
+enum plan_mpol {
+    PLAN_MPOL_LOCAL,
+    PLAN_MPOL_BIND,
+    PLAN_MPOL_PREFERRED,
+    PLAN_MPOL_PREFERRED_MANY,
+    PLAN_MPOL_INTERLEAVE,
+};
+
+enum step_type {
+    STEP_RLIMIT,
+    STEP_OOM_SCORE_ADJ,
+    STEP_MEMPOLICY,
+    STEP_AFFINITY,
+    STEP_THP,
+    STEP_SETENV,
+};
+
+struct plan_step {
+    enum step_type type;
+    char *why; /* the fear it answers, and where the profile asked for it */
+    union {
+        struct {
+            int resource;
+            rlim_t soft, hard;
+        } rlimit;
+        int oom_score_adj;
+        struct {
+            enum plan_mpol mode;
+            hwloc_bitmap_t nodes; /* empty for local */
+        } mempolicy;
+        hwloc_bitmap_t cpus;
+        enum thp_mode thp;
+        struct {
+            char *name, *value;
+        } env;
+    } u;
+};
+
+enum note_level { NOTE_INFO, NOTE_WARN };
+
+struct plan_note {
+    enum note_level level;
+    char *text;
+};
+
+struct plan {
+    const char *profile; /* the profile's name; borrowed */
+    hwloc_bitmap_t cpus;      /* the service's CPUs */
+    hwloc_bitmap_t nodes;     /* the nodes those CPUs live on (CPU homes) */
+    hwloc_bitmap_t mem_nodes; /* the nodes its memory comes from */
+    enum plan_mpol mpol;
+
+    struct plan_step *steps;
+    size_t nsteps;
+    struct plan_note *notes;
+    size_t nnotes;
+    bool degraded; /* some warning: the profile is not fully honoured (--strict refuses) */
+};
+
+struct plan_input {
+    const struct profile *profile;
+    const struct topo *topo;
+    char *const *environ; /* the environment the command would inherit */
+};
+
+/* False only when no plan exists at all (no usable CPU); e says why. */
+bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e);
+void plan_free(struct plan *pl);
+
+const char *plan_mpol_name(enum plan_mpol m);
+/* A step's short name: "rlimit nofile", "mempolicy", "env MALLOC_ARENA_MAX", ... */
+void plan_step_name(const struct plan_step *s, char *buf, size_t n);
+
+#endif

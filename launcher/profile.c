@@ -1,0 +1,955 @@
+/*
+ * profile.c - INI profile -> struct profile.
+ *
+ * Loading happens in two passes. First every file is read with inih into a
+ * flat list of entries (section, key, value, file, line), includes first,
+ * so that a later entry overrides an earlier one. Then each entry is
+ * applied through a table of keys, each with its own strict parser. The
+ * table is the single list of what a profile may say: unknown sections,
+ * unknown keys and bad values are errors that name file:line.
+ *
+ * inih is built by Debian without INI_HANDLER_LINENO, so we feed it through
+ * ini_parse_stream() with a reader that counts lines itself; the count is
+ * the line of the key inih is handing us, continuation lines included.
+ */
+#include "profile.h"
+#include "parse.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ini.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PROFILE_MAX_BYTES (256 * 1024) /* a profile is a page of text, not a data file */
+#define INCLUDE_DEPTH_MAX 16
+
+const char *const profile_env_vars[] = {"cpus", "ncpus", "nodes", "nnodes", "node_mem", NULL};
+
+static const struct {
+    const char *name;
+    int resource;
+} rlimits[] = {
+    {"as", RLIMIT_AS},
+    {"core", RLIMIT_CORE},
+    {"cpu", RLIMIT_CPU},
+    {"data", RLIMIT_DATA},
+    {"fsize", RLIMIT_FSIZE},
+    {"locks", RLIMIT_LOCKS},
+    {"memlock", RLIMIT_MEMLOCK},
+    {"msgqueue", RLIMIT_MSGQUEUE},
+    {"nice", RLIMIT_NICE},
+    {"nofile", RLIMIT_NOFILE},
+    {"nproc", RLIMIT_NPROC},
+    {"rss", RLIMIT_RSS},
+    {"rtprio", RLIMIT_RTPRIO},
+    {"rttime", RLIMIT_RTTIME},
+    {"sigpending", RLIMIT_SIGPENDING},
+    {"stack", RLIMIT_STACK},
+};
+
+const char *rlimit_name(int resource)
+{
+    for (size_t i = 0; i < sizeof(rlimits) / sizeof(rlimits[0]); i++)
+        if (rlimits[i].resource == resource)
+            return rlimits[i].name;
+    return "?";
+}
+
+const char *mem_mode_name(enum mem_mode m)
+{
+    static const char *const names[] = {"local", "bind", "preferred", "interleave", "auto"};
+    return names[m];
+}
+
+const char *thp_mode_name(enum thp_mode m)
+{
+    static const char *const names[] = {"system", "madvise", "never"};
+    return names[m];
+}
+
+/* ---- the raw entry list ------------------------------------------------ */
+
+struct entry {
+    char *section, *key, *value;
+    struct origin at;
+};
+
+struct entries {
+    struct entry *v;
+    size_t n, cap;
+};
+
+static void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n);
+    if (q == NULL) {
+        perror("tunerun: out of memory");
+        exit(125);
+    }
+    return q;
+}
+
+static char *xstrdup(const char *s)
+{
+    char *d = strdup(s);
+    if (d == NULL) {
+        perror("tunerun: out of memory");
+        exit(125);
+    }
+    return d;
+}
+
+static void entries_add(struct entries *es, const char *section, const char *key,
+                        const char *value, struct origin at)
+{
+    if (es->n == es->cap) {
+        es->cap = es->cap ? es->cap * 2 : 32;
+        es->v = xrealloc(es->v, es->cap * sizeof(*es->v));
+    }
+    es->v[es->n++] = (struct entry){xstrdup(section), xstrdup(key), xstrdup(value), at};
+}
+
+static void entries_free(struct entries *es)
+{
+    for (size_t i = 0; i < es->n; i++) {
+        free(es->v[i].section);
+        free(es->v[i].key);
+        free(es->v[i].value);
+    }
+    free(es->v);
+}
+
+/* Interned file names: origins point into p->files, freed with the profile. */
+static const char *intern_file(struct profile *p, const char *path)
+{
+    for (size_t i = 0; i < p->nfiles; i++)
+        if (strcmp(p->files[i], path) == 0)
+            return p->files[i];
+    p->files = xrealloc(p->files, (p->nfiles + 1) * sizeof(*p->files));
+    p->files[p->nfiles] = xstrdup(path);
+    return p->files[p->nfiles++];
+}
+
+/* ---- reading one file with inih ---------------------------------------- */
+
+struct reader {
+    const char *pos;   /* next unread byte of the text */
+    int line;          /* line number of the text last handed to inih */
+    int long_line;     /* first line longer than inih's buffer, 0 if none */
+};
+
+static char *reader_next(char *buf, int size, void *stream)
+{
+    struct reader *r = stream;
+    if (*r->pos == '\0')
+        return NULL;
+    const char *nl = strchr(r->pos, '\n');
+    size_t len = nl ? (size_t)(nl - r->pos) + 1 : strlen(r->pos);
+    r->line++;
+    if (len > (size_t)size - 1) {
+        /* inih would split the line and parse its tail as a new line. */
+        if (r->long_line == 0)
+            r->long_line = r->line;
+        len = (size_t)size - 1;
+    }
+    memcpy(buf, r->pos, len);
+    buf[len] = '\0';
+    r->pos = nl ? nl + 1 : r->pos + strlen(r->pos);
+    return buf;
+}
+
+struct file_ctx {
+    struct profile *p;
+    struct reader *rd;
+    const char *file;
+    struct entries *out;
+    char **includes; /* the values of `include`, in order */
+    size_t nincludes;
+};
+
+static int on_entry(void *user, const char *section, const char *key, const char *value)
+{
+    struct file_ctx *c = user;
+    struct origin at = {c->file, c->rd->line};
+    if (strcmp(section, "profile") == 0 && strcmp(key, "include") == 0) {
+        c->includes = xrealloc(c->includes, (c->nincludes + 1) * sizeof(*c->includes));
+        c->includes[c->nincludes++] = xstrdup(value);
+        /* kept as an entry too, so that its line is known for errors */
+    }
+    entries_add(c->out, section, key, value, at);
+    return 1;
+}
+
+static bool read_text(const char *path, char **text, struct err *e)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        err_set(e, "cannot open profile %s: %s", path, strerror(errno));
+        return false;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        err_set(e, "%s: not a regular file", path);
+        close(fd);
+        return false;
+    }
+    if (st.st_size > PROFILE_MAX_BYTES) {
+        err_set(e, "%s: %lld bytes is too large for a profile (limit %d)", path,
+                (long long)st.st_size, PROFILE_MAX_BYTES);
+        close(fd);
+        return false;
+    }
+    char *buf = xrealloc(NULL, (size_t)st.st_size + 1);
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            err_set(e, "%s: read failed: %s", path, r < 0 ? strerror(errno) : "short read");
+            free(buf);
+            close(fd);
+            return false;
+        }
+        got += (size_t)r;
+    }
+    buf[got] = '\0';
+    close(fd);
+    if (strlen(buf) != got) {
+        err_set(e, "%s: contains a NUL byte; not a text profile", path);
+        free(buf);
+        return false;
+    }
+    *text = buf;
+    return true;
+}
+
+/* The identity of a file on the include stack: same inode, same file. */
+struct file_id {
+    dev_t dev;
+    ino_t ino;
+    const char *path;
+};
+
+struct loader {
+    struct profile *p;
+    const struct profile_paths *paths;
+    struct file_id stack[INCLUDE_DEPTH_MAX];
+    size_t depth;
+    /* for profile_load_string: the in-memory text of the top file */
+    const char *top_text;
+};
+
+static bool load_file(struct loader *L, const char *path, const char *text, struct entries *out,
+                      struct err *e);
+
+/*
+ * Resolve an include value. A name is looked up along the search path,
+ * skipping the including file itself: that is how an admin's
+ * /etc/tunerun/profiles/mysql.ini says `include = mysql` to extend the
+ * shipped mysql profile. A value with a '/' is a path, relative to the
+ * including file's directory.
+ */
+static char *resolve_include(struct loader *L, const char *name, const char *from)
+{
+    if (strchr(name, '/')) {
+        if (name[0] == '/')
+            return xstrdup(name);
+        char *dirbuf = xstrdup(from);
+        char *out = NULL;
+        if (asprintf(&out, "%s/%s", dirname(dirbuf), name) < 0)
+            out = NULL;
+        free(dirbuf);
+        return out;
+    }
+    struct stat self;
+    bool have_self = stat(from, &self) == 0;
+    for (size_t i = 0; i < L->paths->n; i++) {
+        char *cand = NULL;
+        struct stat st;
+        if (asprintf(&cand, "%s/%s.ini", L->paths->dirs[i], name) < 0)
+            return NULL;
+        if (stat(cand, &st) == 0 &&
+            !(have_self && st.st_dev == self.st_dev && st.st_ino == self.st_ino))
+            return cand;
+        free(cand);
+    }
+    return NULL;
+}
+
+static bool valid_profile_name(const char *s)
+{
+    if (*s == '\0' || *s == '.' || strlen(s) > 64)
+        return false;
+    for (; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '-' || *s == '_' || *s == '.' || *s == '@'))
+            return false;
+    return true;
+}
+
+static bool load_file(struct loader *L, const char *path, const char *text, struct entries *out,
+                      struct err *e)
+{
+    char *owned = NULL;
+    struct stat st = {0};
+    if (text == NULL) {
+        if (!read_text(path, &owned, e))
+            return false;
+        text = owned;
+        if (stat(path, &st) < 0)
+            st = (struct stat){0};
+    }
+    for (size_t i = 0; i < L->depth; i++) {
+        bool same = strcmp(L->stack[i].path, path) == 0 ||
+                    (st.st_ino != 0 && L->stack[i].ino == st.st_ino &&
+                     L->stack[i].dev == st.st_dev);
+        if (same) {
+            err_set(e, "%s: include cycle: %s is already being loaded (via %s)", path, path,
+                    L->stack[L->depth - 1].path);
+            free(owned);
+            return false;
+        }
+    }
+    if (L->depth == INCLUDE_DEPTH_MAX) {
+        err_set(e, "%s: includes nested deeper than %d", path, INCLUDE_DEPTH_MAX);
+        free(owned);
+        return false;
+    }
+    const char *file = intern_file(L->p, path);
+    L->stack[L->depth++] = (struct file_id){st.st_dev, st.st_ino, file};
+
+    struct entries mine = {0};
+    struct reader rd = {text, 0, 0};
+    struct file_ctx c = {L->p, &rd, file, &mine, NULL, 0};
+    int bad = ini_parse_stream(reader_next, &rd, on_entry, &c);
+    bool ok = true;
+    if (rd.long_line && (bad == 0 || rd.long_line <= bad)) {
+        err_set(e, "%s:%d: line too long (at most %d characters)", file, rd.long_line,
+                INI_MAX_LINE - 2);
+        ok = false;
+    } else if (bad > 0) {
+        err_set(e, "%s:%d: syntax error: expected '[section]', 'key = value' or a comment", file,
+                bad);
+        ok = false;
+    } else if (bad < 0) {
+        err_set(e, "%s: cannot parse: out of memory", file);
+        ok = false;
+    }
+
+    for (size_t i = 0; ok && i < c.nincludes; i++) {
+        /* one `include` may list several profiles, applied left to right */
+        char *list = xstrdup(c.includes[i]);
+        char *save = NULL;
+        int line = 0;
+        for (size_t k = 0; k < mine.n; k++)
+            if (strcmp(mine.v[k].section, "profile") == 0 && strcmp(mine.v[k].key, "include") == 0 &&
+                strcmp(mine.v[k].value, c.includes[i]) == 0)
+                line = mine.v[k].at.line;
+        for (char *tok = strtok_r(list, ",", &save); ok && tok; tok = strtok_r(NULL, ",", &save)) {
+            tok = str_trim(tok);
+            if (!strchr(tok, '/') && !valid_profile_name(tok)) {
+                err_set(e, "%s:%d: profile.include: '%s' is not a profile name", file, line, tok);
+                ok = false;
+                break;
+            }
+            char *inc = resolve_include(L, tok, file);
+            if (inc == NULL) {
+                err_set(e, "%s:%d: profile.include: no profile '%s' found", file, line, tok);
+                ok = false;
+                break;
+            }
+            struct err sub;
+            if (!load_file(L, inc, NULL, out, &sub)) {
+                err_set(e, "%s:%d: in include '%s': %s", file, line, tok, sub.msg);
+                ok = false;
+            }
+            free(inc);
+        }
+        free(list);
+    }
+    for (size_t i = 0; ok && i < mine.n; i++)
+        entries_add(out, mine.v[i].section, mine.v[i].key, mine.v[i].value, mine.v[i].at);
+
+    for (size_t i = 0; i < c.nincludes; i++)
+        free(c.includes[i]);
+    free(c.includes);
+    entries_free(&mine);
+    free(owned);
+    L->depth--;
+    return ok;
+}
+
+/* ---- applying entries through the key table ----------------------------- */
+
+/* Each setter parses one value; on failure it leaves a phrase in *why. */
+typedef bool (*setter)(struct profile *p, const char *v, struct origin at, const char **why);
+
+static const char *why_buf(const char *fmt, const char *arg)
+{
+    static char buf[256];
+    snprintf(buf, sizeof(buf), fmt, arg);
+    return buf;
+}
+
+static bool set_str(char **dst, const char *v)
+{
+    free(*dst);
+    *dst = xstrdup(v);
+    return true;
+}
+
+static bool set_name(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    (void)at;
+    if (!valid_profile_name(v)) {
+        *why = why_buf("'%s' is not a valid name (letters, digits, '-', '_', '.', '@')", v);
+        return false;
+    }
+    return set_str(&p->name, v);
+}
+
+static bool set_description(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    (void)at, (void)why;
+    return set_str(&p->description, v);
+}
+
+static bool set_fears(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    (void)at, (void)why;
+    return set_str(&p->fears, v);
+}
+
+static bool set_include(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    (void)p, (void)v, (void)why;
+    /* Resolved while reading; an include given with --set is too late. */
+    if (at.line == 0) {
+        *why = "include can only be given in a profile file";
+        return false;
+    }
+    return true;
+}
+
+static bool set_nodes(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    (void)at;
+    long n;
+    if (strcasecmp(v, "all") == 0) {
+        p->placement.nodes = 0;
+        return true;
+    }
+    if (!parse_long(v, 1, 4096, &n)) {
+        *why = why_buf("%s; use a node count from 1 or 'all'", parse_error());
+        return false;
+    }
+    p->placement.nodes = (unsigned)n;
+    return true;
+}
+
+static bool set_cpus(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    (void)at;
+    long n;
+    size_t len = strlen(v);
+    if (strcasecmp(v, "node") == 0) {
+        p->placement.cpus = CPUS_NODE;
+        return true;
+    }
+    if (strcasecmp(v, "all") == 0) {
+        p->placement.cpus = CPUS_ALL;
+        return true;
+    }
+    if (len > 1 && v[len - 1] == '%') {
+        char num[16];
+        if (len - 1 >= sizeof(num))
+            goto bad;
+        memcpy(num, v, len - 1);
+        num[len - 1] = '\0';
+        if (!parse_long(num, 1, 100, &n))
+            goto bad;
+        p->placement.cpus = CPUS_PERCENT;
+        p->placement.cpus_value = (unsigned)n;
+        return true;
+    }
+    if (parse_long(v, 1, 1 << 20, &n)) {
+        p->placement.cpus = CPUS_COUNT;
+        p->placement.cpus_value = (unsigned)n;
+        return true;
+    }
+bad:
+    *why = why_buf("'%s' is not node, all, a CPU count or a percentage (1%%..100%%)", v);
+    return false;
+}
+
+static bool set_bool(bool *dst, const char *v, const char **why)
+{
+    if (!parse_bool(v, dst)) {
+        *why = why_buf("%s", parse_error());
+        return false;
+    }
+    return true;
+}
+
+static bool set_smt(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    (void)at;
+    return set_bool(&p->placement.smt, v, why);
+}
+
+static bool set_exclusive(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    (void)at;
+    return set_bool(&p->placement.exclusive, v, why);
+}
+
+static bool set_avoid(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    (void)at;
+    for (size_t i = 0; i < p->placement.navoid; i++)
+        free(p->placement.avoid[i]);
+    p->placement.navoid = 0;
+    char *list = xstrdup(v), *save = NULL;
+    bool ok = true;
+    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        tok = str_trim(tok);
+        if (*tok == '\0')
+            continue;
+        if (!valid_profile_name(tok)) {
+            *why = why_buf("'%s' is not a profile name", tok);
+            ok = false;
+            break;
+        }
+        p->placement.avoid =
+            xrealloc(p->placement.avoid, (p->placement.navoid + 1) * sizeof(char *));
+        p->placement.avoid[p->placement.navoid++] = xstrdup(tok);
+    }
+    free(list);
+    return ok;
+}
+
+static bool set_enum(int *dst, const char *v, const char *const *names, const char *list,
+                     const char **why)
+{
+    for (int i = 0; names[i]; i++)
+        if (strcasecmp(v, names[i]) == 0) {
+            *dst = i;
+            return true;
+        }
+    static char buf[256];
+    snprintf(buf, sizeof(buf), "'%.60s' is not one of %s", v, list);
+    *why = buf;
+    return false;
+}
+
+static bool set_memory(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    (void)at;
+    static const char *const names[] = {"local", "bind", "preferred", "interleave", "auto", NULL};
+    int m;
+    if (!set_enum(&m, v, names, "bind, preferred, interleave, local, auto", why))
+        return false;
+    p->placement.memory = (enum mem_mode)m;
+    return true;
+}
+
+static bool set_memory_size(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    (void)at;
+    if (!parse_size(v, &p->placement.memory_size)) {
+        *why = why_buf("%s", parse_error());
+        return false;
+    }
+    return true;
+}
+
+static bool set_thp(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    (void)at;
+    static const char *const names[] = {"system", "madvise", "never", NULL};
+    int m;
+    if (!set_enum(&m, v, names, "madvise, never, system", why))
+        return false;
+    p->memory.thp = (enum thp_mode)m;
+    return true;
+}
+
+static bool set_arena(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    (void)at;
+    long n;
+    if (strcasecmp(v, "auto") == 0) {
+        p->memory.arena = ARENA_AUTO;
+        return true;
+    }
+    if (strcasecmp(v, "unset") == 0) {
+        p->memory.arena = ARENA_UNSET;
+        return true;
+    }
+    if (!parse_long(v, 1, 65536, &n)) {
+        *why = why_buf("'%s' is not auto, unset or an arena count from 1", v);
+        return false;
+    }
+    p->memory.arena = ARENA_VALUE;
+    p->memory.arena_value = (unsigned)n;
+    return true;
+}
+
+static bool set_oom(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    long n;
+    if (!parse_long(v, -1000, 1000, &n)) {
+        *why = why_buf("%s", parse_error());
+        return false;
+    }
+    p->memory.oom_set = true;
+    p->memory.oom_score_adj = (int)n;
+    p->memory.oom_at = at;
+    return true;
+}
+
+static bool set_java(enum java_mode *mode, unsigned *count, uint64_t *size, const char *v,
+                     const char **why)
+{
+    if (strcasecmp(v, "auto") == 0) {
+        *mode = JAVA_AUTO;
+        return true;
+    }
+    if (strcasecmp(v, "off") == 0) {
+        *mode = JAVA_OFF;
+        return true;
+    }
+    if (count) {
+        long n;
+        if (!parse_long(v, 1, 1 << 20, &n)) {
+            *why = why_buf("'%s' is not auto, off or a CPU count", v);
+            return false;
+        }
+        *count = (unsigned)n;
+    } else if (size) {
+        if (!parse_size(v, size) || *size == 0) {
+            *why = why_buf("'%s' is not auto, off or a size like 8G", v);
+            return false;
+        }
+    } else {
+        bool b;
+        if (!parse_bool(v, &b)) {
+            *why = why_buf("'%s' is not auto, off, yes or no", v);
+            return false;
+        }
+        *mode = b ? JAVA_VALUE : JAVA_OFF;
+        return true;
+    }
+    *mode = JAVA_VALUE;
+    return true;
+}
+
+static bool set_java_apc(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    (void)at;
+    return set_java(&p->java.active_processor_count, &p->java.active_processor_count_value, NULL,
+                    v, why);
+}
+
+static bool set_java_numa(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    (void)at;
+    return set_java(&p->java.use_numa, NULL, NULL, v, why);
+}
+
+static bool set_java_max_ram(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    (void)at;
+    return set_java(&p->java.max_ram, NULL, &p->java.max_ram_value, v, why);
+}
+
+static const struct key_def {
+    const char *section;
+    const char *key;
+    setter set;
+} keys[] = {
+    {"profile", "name", set_name},
+    {"profile", "description", set_description},
+    {"profile", "fears", set_fears},
+    {"profile", "include", set_include},
+    {"placement", "nodes", set_nodes},
+    {"placement", "cpus", set_cpus},
+    {"placement", "smt", set_smt},
+    {"placement", "exclusive", set_exclusive},
+    {"placement", "avoid", set_avoid},
+    {"placement", "memory", set_memory},
+    {"placement", "memory_size", set_memory_size},
+    {"memory", "thp", set_thp},
+    {"memory", "malloc_arena_max", set_arena},
+    {"memory", "oom_score_adj", set_oom},
+    {"java", "active_processor_count", set_java_apc},
+    {"java", "use_numa", set_java_numa},
+    {"java", "max_ram", set_java_max_ram},
+};
+
+static const char *const sections[] = {"profile", "placement", "memory", "limits", "env", "java",
+                                       NULL};
+
+static bool valid_env_name(const char *s)
+{
+    if (!(isalpha((unsigned char)*s) || *s == '_'))
+        return false;
+    for (; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '_'))
+            return false;
+    return true;
+}
+
+/* Check every ${name} in an env value names a plan variable. */
+static bool check_env_refs(const char *v, const char **why)
+{
+    for (const char *s = strstr(v, "${"); s; s = strstr(s + 2, "${")) {
+        const char *close = strchr(s, '}');
+        if (close == NULL) {
+            *why = "unterminated ${ in value";
+            return false;
+        }
+        size_t len = (size_t)(close - s - 2);
+        bool known = false;
+        for (size_t i = 0; profile_env_vars[i]; i++)
+            if (strlen(profile_env_vars[i]) == len && strncmp(s + 2, profile_env_vars[i], len) == 0)
+                known = true;
+        if (!known) {
+            static char buf[160];
+            snprintf(buf, sizeof(buf),
+                     "unknown variable ${%.*s} (known: cpus, ncpus, nodes, nnodes, node_mem)",
+                     (int)(len > 40 ? 40 : len), s + 2);
+            *why = buf;
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool set_env(struct profile *p, const char *name, const char *v, struct origin at,
+                    const char **why)
+{
+    if (!valid_env_name(name)) {
+        *why = "not a valid environment variable name";
+        return false;
+    }
+    /* Loader variables turn any service into a code-injection target. */
+    if (strncmp(name, "LD_", 3) == 0) {
+        *why = "loader variables (LD_*) are refused in profiles";
+        return false;
+    }
+    if (strncmp(name, "HWLOC_", 6) == 0) {
+        *why = "HWLOC_* belong to tunerun's own topology discovery";
+        return false;
+    }
+    if (strcmp(name, "MALLOC_ARENA_MAX") == 0) {
+        *why = "set it with [memory] malloc_arena_max, which the plan derives and reports";
+        return false;
+    }
+    if (!check_env_refs(v, why))
+        return false;
+    for (size_t i = 0; i < p->nenv; i++)
+        if (strcmp(p->env[i].name, name) == 0) {
+            set_str(&p->env[i].value, v);
+            p->env[i].at = at;
+            return true;
+        }
+    p->env = xrealloc(p->env, (p->nenv + 1) * sizeof(*p->env));
+    p->env[p->nenv++] = (struct profile_env){xstrdup(name), xstrdup(v), at};
+    return true;
+}
+
+static bool set_limit(struct profile *p, const char *name, const char *v, struct origin at,
+                      const char **why)
+{
+    for (size_t i = 0; i < sizeof(rlimits) / sizeof(rlimits[0]); i++) {
+        if (strcmp(rlimits[i].name, name) != 0)
+            continue;
+        struct profile_limit *l = &p->limits[rlimits[i].resource];
+        if (!parse_rlim_pair(v, &l->soft, &l->hard)) {
+            *why = why_buf("%s", parse_error());
+            return false;
+        }
+        l->set = true;
+        l->at = at;
+        return true;
+    }
+    *why = "unknown limit (known: as, core, cpu, data, fsize, locks, memlock, msgqueue, nice, "
+           "nofile, nproc, rss, rtprio, rttime, sigpending, stack)";
+    return false;
+}
+
+static void where(char *buf, size_t n, struct origin at, const char *section, const char *key,
+                  const char *value)
+{
+    if (at.line > 0)
+        snprintf(buf, n, "%s:%d: %s.%s", at.file, at.line, section, key);
+    else
+        snprintf(buf, n, "--set %s.%s=%s", section, key, value);
+}
+
+static bool apply_entry(struct profile *p, const struct entry *en, struct err *e)
+{
+    char loc[PATH_MAX + 128];
+    const char *why = NULL;
+    bool known_section = false;
+    for (size_t i = 0; sections[i]; i++)
+        if (strcmp(en->section, sections[i]) == 0)
+            known_section = true;
+    if (!known_section) {
+        if (en->at.line > 0)
+            err_set(e,
+                    "%s:%d: unknown section [%s] (known: profile, placement, memory, limits, "
+                    "env, java)",
+                    en->at.file, en->at.line, en->section);
+        else
+            err_set(e, "--set %s.%s: unknown section '%s'", en->section, en->key, en->section);
+        return false;
+    }
+    where(loc, sizeof(loc), en->at, en->section, en->key, en->value);
+    bool ok;
+    if (strcmp(en->section, "env") == 0) {
+        ok = set_env(p, en->key, en->value, en->at, &why);
+    } else if (strcmp(en->section, "limits") == 0) {
+        ok = set_limit(p, en->key, en->value, en->at, &why);
+    } else {
+        const struct key_def *k = NULL;
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+            if (strcmp(keys[i].section, en->section) == 0 && strcmp(keys[i].key, en->key) == 0)
+                k = &keys[i];
+        if (k == NULL) {
+            char known[256] = "";
+            for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+                if (strcmp(keys[i].section, en->section) == 0) {
+                    if (known[0])
+                        strncat(known, ", ", sizeof(known) - strlen(known) - 1);
+                    strncat(known, keys[i].key, sizeof(known) - strlen(known) - 1);
+                }
+            err_set(e, "%s: unknown key (known in [%s]: %s)", loc, en->section, known);
+            return false;
+        }
+        ok = k->set(p, en->value, en->at, &why);
+    }
+    if (!ok)
+        err_set(e, "%s: %s", loc, why ? why : "bad value");
+    return ok;
+}
+
+static void profile_defaults(struct profile *p)
+{
+    memset(p, 0, sizeof(*p));
+    /* Without a [placement], tunerun does not narrow anything. */
+    p->placement.nodes = 0;
+    p->placement.cpus = CPUS_ALL;
+    p->placement.smt = true;
+    p->placement.memory = MEM_LOCAL;
+    p->memory.thp = THP_SYSTEM;
+    p->memory.arena = ARENA_UNSET;
+}
+
+static char *name_from_path(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    char *name = xstrdup(base);
+    size_t n = strlen(name);
+    if (n > 4 && strcmp(name + n - 4, ".ini") == 0)
+        name[n - 4] = '\0';
+    return name;
+}
+
+static bool load_common(struct profile *p, const char *path, const char *text,
+                        const struct profile_paths *paths, struct err *e)
+{
+    static const struct profile_paths none = {{0}, {0}, 0};
+    profile_defaults(p);
+    struct loader L = {.p = p, .paths = paths ? paths : &none};
+    struct entries all = {0};
+    bool ok = load_file(&L, path, text, &all, e);
+    for (size_t i = 0; ok && i < all.n; i++)
+        ok = apply_entry(p, &all.v[i], e);
+    entries_free(&all);
+    if (ok) {
+        p->path = xstrdup(path);
+        if (p->name == NULL)
+            p->name = name_from_path(path);
+    }
+    return ok;
+}
+
+bool profile_load(struct profile *p, const char *path, const struct profile_paths *paths,
+                  struct err *e)
+{
+    return load_common(p, path, NULL, paths, e);
+}
+
+bool profile_load_string(struct profile *p, const char *path, const char *text,
+                         const struct profile_paths *paths, struct err *e)
+{
+    return load_common(p, path, text, paths, e);
+}
+
+bool profile_set(struct profile *p, const char *assignment, struct err *e)
+{
+    const char *eq = strchr(assignment, '=');
+    const char *dot = strchr(assignment, '.');
+    if (eq == NULL || dot == NULL || dot > eq || dot == assignment || dot + 1 == eq) {
+        err_set(e, "--set %s: expected SECTION.KEY=VALUE", assignment);
+        return false;
+    }
+    char *section = strndup(assignment, (size_t)(dot - assignment));
+    char *key = strndup(dot + 1, (size_t)(eq - dot - 1));
+    char *value = xstrdup(eq + 1);
+    struct entry en = {str_trim(section), str_trim(key), str_trim(value), {"--set", 0}};
+    bool ok = apply_entry(p, &en, e);
+    free(section);
+    free(key);
+    free(value);
+    return ok;
+}
+
+char *profile_find(const char *name, const struct profile_paths *paths, size_t *dir_index)
+{
+    if (!valid_profile_name(name))
+        return NULL;
+    for (size_t i = 0; i < paths->n; i++) {
+        char *cand = NULL;
+        if (asprintf(&cand, "%s/%s.ini", paths->dirs[i], name) < 0)
+            return NULL;
+        if (access(cand, F_OK) == 0) {
+            if (dir_index)
+                *dir_index = i;
+            return cand;
+        }
+        free(cand);
+    }
+    return NULL;
+}
+
+void profile_free(struct profile *p)
+{
+    free(p->name);
+    free(p->path);
+    free(p->description);
+    free(p->fears);
+    for (size_t i = 0; i < p->placement.navoid; i++)
+        free(p->placement.avoid[i]);
+    free(p->placement.avoid);
+    for (size_t i = 0; i < p->nenv; i++) {
+        free(p->env[i].name);
+        free(p->env[i].value);
+    }
+    free(p->env);
+    for (size_t i = 0; i < p->nfiles; i++)
+        free(p->files[i]);
+    free(p->files);
+    memset(p, 0, sizeof(*p));
+}

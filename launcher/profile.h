@@ -1,0 +1,125 @@
+/*
+ * profile.h - a workload profile: what one service fears, as data.
+ *
+ * Profiles are INI files read with inih. A profile may `include` others;
+ * the included keys come first and the including file overrides them, as
+ * tuned's profiles do. Every value remembers the file and line (or the
+ * --set option) that gave it, so later errors can point at the source.
+ */
+#ifndef TUNERUN_PROFILE_H
+#define TUNERUN_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+
+#include "log.h"
+
+enum cpus_mode { CPUS_NODE, CPUS_ALL, CPUS_COUNT, CPUS_PERCENT };
+enum mem_mode { MEM_LOCAL, MEM_BIND, MEM_PREFERRED, MEM_INTERLEAVE, MEM_AUTO };
+enum thp_mode { THP_SYSTEM, THP_MADVISE, THP_NEVER };
+enum arena_mode { ARENA_UNSET, ARENA_AUTO, ARENA_VALUE };
+/* A [java] setting: derived from the plan, switched off, or given. */
+enum java_mode { JAVA_OFF, JAVA_AUTO, JAVA_VALUE };
+
+/* Where a value came from: "file:line", "--set ..." or the built-in default. */
+struct origin {
+    const char *file; /* NULL for the built-in default; owned by the profile */
+    int line;         /* 0 for --set */
+};
+
+struct profile_limit {
+    bool set;
+    rlim_t soft, hard;
+    struct origin at;
+};
+
+struct profile_env {
+    char *name;
+    char *value; /* may hold ${ncpus}-style references, checked at load */
+    struct origin at;
+};
+
+#define PROFILE_NLIMITS 16 /* RLIMIT_NLIMITS on Linux */
+
+struct profile {
+    char *name;
+    char *path; /* the file named on the command line or found by search */
+    char *description;
+    char *fears;
+
+    struct {
+        unsigned nodes; /* 0 means all */
+        enum cpus_mode cpus;
+        unsigned cpus_value; /* CPU count or percent */
+        bool smt;
+        bool exclusive;
+        char **avoid;
+        size_t navoid;
+        enum mem_mode memory;
+        uint64_t memory_size; /* 0: unknown */
+    } placement;
+
+    struct {
+        enum thp_mode thp;
+        enum arena_mode arena;
+        unsigned arena_value;
+        bool oom_set;
+        int oom_score_adj;
+        struct origin oom_at;
+    } memory;
+
+    struct profile_limit limits[PROFILE_NLIMITS];
+
+    struct profile_env *env;
+    size_t nenv;
+
+    struct {
+        enum java_mode active_processor_count;
+        unsigned active_processor_count_value;
+        enum java_mode use_numa; /* JAVA_AUTO: only when more than one node is bound */
+        enum java_mode max_ram;
+        uint64_t max_ram_value;
+    } java;
+
+    /* Every file read, in include order, for `plan` to show. */
+    char **files;
+    size_t nfiles;
+};
+
+/* Directories searched for NAME.ini, in order. */
+struct profile_paths {
+    const char *dirs[4];
+    const char *labels[4]; /* "admin", "source tree", "installed" */
+    size_t n;
+};
+
+/* Find NAME.ini along the search path; NULL when absent (caller frees). */
+char *profile_find(const char *name, const struct profile_paths *paths, size_t *dir_index);
+
+/*
+ * Load the profile in `path` with its includes. On failure, e->msg holds one
+ * line naming file:line and the problem.
+ */
+bool profile_load(struct profile *p, const char *path, const struct profile_paths *paths,
+                  struct err *e);
+
+/* Same, from memory: `text` stands for a file called `path` (tests, fuzzing). */
+bool profile_load_string(struct profile *p, const char *path, const char *text,
+                         const struct profile_paths *paths, struct err *e);
+
+/* Apply one "SECTION.KEY=VALUE" override, as --set does. */
+bool profile_set(struct profile *p, const char *assignment, struct err *e);
+
+void profile_free(struct profile *p);
+
+/* Names used by plans and reports. */
+const char *rlimit_name(int resource);
+const char *mem_mode_name(enum mem_mode m);
+const char *thp_mode_name(enum thp_mode m);
+
+/* The variables a profile's [env] values may reference as ${name}. */
+extern const char *const profile_env_vars[];
+
+#endif

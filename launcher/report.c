@@ -1,0 +1,286 @@
+/*
+ * report.c - rendering only.
+ *
+ * The JSON writer is a few lines by hand: the output is small and flat,
+ * and none of our libraries (hwloc, libnuma, libcap, inih) writes JSON.
+ */
+#include "report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB (1024.0 * 1024.0)
+#define GIB (1024.0 * MIB)
+
+static char *list_of(hwloc_const_bitmap_t set)
+{
+    char *s = NULL;
+    if (hwloc_bitmap_list_asprintf(&s, set) < 0)
+        return NULL;
+    return s;
+}
+
+void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        switch (*p) {
+        case '"':
+            fputs("\\\"", f);
+            break;
+        case '\\':
+            fputs("\\\\", f);
+            break;
+        case '\n':
+            fputs("\\n", f);
+            break;
+        case '\t':
+            fputs("\\t", f);
+            break;
+        case '\r':
+            fputs("\\r", f);
+            break;
+        default:
+            if (*p < 0x20)
+                fprintf(f, "\\u%04x", *p);
+            else
+                fputc(*p, f);
+        }
+    }
+    fputc('"', f);
+}
+
+static void json_list(FILE *f, hwloc_const_bitmap_t set)
+{
+    char *s = list_of(set);
+    json_string(f, s ? s : "");
+    free(s);
+}
+
+static const char *source_name(enum topo_source s)
+{
+    static const char *const names[] = {"host", "xml", "synthetic"};
+    return names[s];
+}
+
+static void fmt_rlim(char *buf, size_t n, rlim_t v)
+{
+    if (v == RLIM_INFINITY)
+        snprintf(buf, n, "unlimited");
+    else
+        snprintf(buf, n, "%llu", (unsigned long long)v);
+}
+
+void report_step_value(const struct plan_step *s, char *buf, size_t n)
+{
+    char a[24], b[24], *list = NULL;
+    switch (s->type) {
+    case STEP_RLIMIT:
+        fmt_rlim(a, sizeof(a), s->u.rlimit.soft);
+        fmt_rlim(b, sizeof(b), s->u.rlimit.hard);
+        snprintf(buf, n, "%s:%s", a, b);
+        break;
+    case STEP_OOM_SCORE_ADJ:
+        snprintf(buf, n, "%d", s->u.oom_score_adj);
+        break;
+    case STEP_MEMPOLICY:
+        list = list_of(s->u.mempolicy.nodes);
+        if (s->u.mempolicy.mode == PLAN_MPOL_LOCAL)
+            snprintf(buf, n, "local");
+        else
+            snprintf(buf, n, "%s %s", plan_mpol_name(s->u.mempolicy.mode), list ? list : "");
+        break;
+    case STEP_AFFINITY:
+        list = list_of(s->u.cpus);
+        snprintf(buf, n, "cpus %s", list ? list : "");
+        break;
+    case STEP_THP:
+        snprintf(buf, n, "%s", thp_mode_name(s->u.thp));
+        break;
+    case STEP_SETENV:
+        snprintf(buf, n, "%s", s->u.env.value);
+        break;
+    }
+    free(list);
+}
+
+static void topo_summary(FILE *f, const struct topo *t)
+{
+    char *cpus = list_of(t->cpus);
+    size_t homes = 0;
+    for (size_t i = 0; i < t->nnodes; i++)
+        homes += !hwloc_bitmap_iszero(t->nodes[i].cpus);
+    fprintf(f, "%s: %zu NUMA node%s (%zu with CPUs), %d CPUs allowed (%s)", t->desc, t->nnodes,
+            t->nnodes == 1 ? "" : "s", homes, hwloc_bitmap_weight(t->cpus), cpus ? cpus : "");
+    free(cpus);
+}
+
+void report_plan_text(FILE *f, const struct profile *p, const struct topo *t,
+                      const struct plan *pl, const struct step_result *results)
+{
+    char *cpus = list_of(pl->cpus), *nodes = list_of(pl->nodes), *mem = list_of(pl->mem_nodes);
+    fprintf(f, "profile    %s (%s)\n", p->name, p->path);
+    for (size_t i = 0; i + 1 < p->nfiles; i++)
+        fprintf(f, "includes   %s\n", p->files[i + 1]);
+    if (p->fears)
+        fprintf(f, "fears      %s\n", p->fears);
+    fprintf(f, "topology   ");
+    topo_summary(f, t);
+    fprintf(f, "\nplacement  cpus %s (%d) on node%s %s; memory %s%s%s\n", cpus ? cpus : "",
+            hwloc_bitmap_weight(pl->cpus), hwloc_bitmap_weight(pl->nodes) == 1 ? "" : "s",
+            nodes ? nodes : "", plan_mpol_name(pl->mpol),
+            pl->mpol == PLAN_MPOL_LOCAL ? "" : " ", pl->mpol == PLAN_MPOL_LOCAL ? "" : mem);
+    free(cpus);
+    free(nodes);
+    free(mem);
+
+    fprintf(f, "\ndecisions\n");
+    for (size_t i = 0; i < pl->nnotes; i++)
+        fprintf(f, "  %s %s\n", pl->notes[i].level == NOTE_WARN ? "!" : "-", pl->notes[i].text);
+
+    fprintf(f, "\nsteps%s\n", results ? " (applied)" : "");
+    for (size_t i = 0; i < pl->nsteps; i++) {
+        char name[64], value[512];
+        plan_step_name(&pl->steps[i], name, sizeof(name));
+        report_step_value(&pl->steps[i], value, sizeof(value));
+        if (results)
+            fprintf(f, "  %-8s %-22s %s\n", step_status_name(results[i].status), name,
+                    results[i].detail);
+        else
+            fprintf(f, "  %-22s %-24s %s\n", name, value, pl->steps[i].why);
+    }
+    if (pl->degraded)
+        fprintf(f, "\nThis plan does not fully honour the profile (see '!' above); "
+                   "--strict would refuse it.\n");
+}
+
+void report_plan_json(FILE *f, const struct profile *p, const struct topo *t,
+                      const struct plan *pl, const struct step_result *results)
+{
+    fprintf(f, "{\n  \"profile\": ");
+    json_string(f, p->name);
+    fprintf(f, ",\n  \"path\": ");
+    json_string(f, p->path);
+    fprintf(f, ",\n  \"files\": [");
+    for (size_t i = 0; i < p->nfiles; i++) {
+        fprintf(f, "%s", i ? ", " : "");
+        json_string(f, p->files[i]);
+    }
+    fprintf(f, "],\n  \"fears\": ");
+    json_string(f, p->fears);
+    fprintf(f, ",\n  \"topology\": {\"source\": \"%s\", \"description\": ", source_name(t->source));
+    json_string(f, t->desc);
+    fprintf(f, ", \"nodes\": %zu, \"cpus\": ", t->nnodes);
+    json_list(f, t->cpus);
+    fprintf(f, ", \"inherited_affinity\": ");
+    json_list(f, t->binding);
+    fprintf(f, "},\n  \"placement\": {\"cpus\": ");
+    json_list(f, pl->cpus);
+    fprintf(f, ", \"ncpus\": %d, \"nodes\": ", hwloc_bitmap_weight(pl->cpus));
+    json_list(f, pl->nodes);
+    fprintf(f, ", \"memory_nodes\": ");
+    json_list(f, pl->mem_nodes);
+    fprintf(f, ", \"memory_policy\": \"%s\"},\n", plan_mpol_name(pl->mpol));
+    fprintf(f, "  \"degraded\": %s,\n  \"notes\": [", pl->degraded ? "true" : "false");
+    for (size_t i = 0; i < pl->nnotes; i++) {
+        fprintf(f, "%s\n    {\"level\": \"%s\", \"text\": ", i ? "," : "",
+                pl->notes[i].level == NOTE_WARN ? "warning" : "info");
+        json_string(f, pl->notes[i].text);
+        fputc('}', f);
+    }
+    fprintf(f, "\n  ],\n  \"steps\": [");
+    for (size_t i = 0; i < pl->nsteps; i++) {
+        char name[64], value[512];
+        plan_step_name(&pl->steps[i], name, sizeof(name));
+        report_step_value(&pl->steps[i], value, sizeof(value));
+        fprintf(f, "%s\n    {\"step\": ", i ? "," : "");
+        json_string(f, name);
+        fprintf(f, ", \"value\": ");
+        json_string(f, value);
+        fprintf(f, ", \"why\": ");
+        json_string(f, pl->steps[i].why);
+        if (results) {
+            fprintf(f, ", \"status\": \"%s\", \"errno\": %d, \"detail\": ",
+                    step_status_name(results[i].status), results[i].error);
+            json_string(f, results[i].detail);
+        }
+        fputc('}', f);
+    }
+    fprintf(f, "\n  ]\n}\n");
+}
+
+void report_topo_text(FILE *f, const struct topo *t)
+{
+    fprintf(f, "topology   ");
+    topo_summary(f, t);
+    char *aff = list_of(t->binding), *off = list_of(t->offline);
+    fprintf(f, "\naffinity   %s (inherited)\n", aff ? aff : "");
+    if (!hwloc_bitmap_iszero(t->offline))
+        fprintf(f, "offline    %s\n", off ? off : "");
+    free(aff);
+    free(off);
+    fprintf(f, "cores      %zu\n\n", t->ncores);
+    fprintf(f, "  node  %-16s %12s %12s  %s\n", "cpus", "memory", "free", "kind");
+    for (size_t i = 0; i < t->nnodes; i++) {
+        const struct topo_node *n = &t->nodes[i];
+        char *c = list_of(n->cpus);
+        char kind[64];
+        snprintf(kind, sizeof(kind), "%s%s%s%s", n->subtype,
+                 *n->subtype && (hwloc_bitmap_iszero(n->cpus) || !n->has_memory) ? ", " : "",
+                 hwloc_bitmap_iszero(n->cpus) ? "CPU-less" : "",
+                 n->has_memory ? "" : "memoryless");
+        fprintf(f, "  %4u  %-16s %9.1f GiB %8.1f GiB  %s\n", n->os_index,
+                hwloc_bitmap_iszero(n->cpus) ? "-" : (c ? c : ""), n->mem_total / GIB,
+                n->mem_free / GIB, kind);
+        free(c);
+    }
+    if (t->distance) {
+        fprintf(f, "\ndistances\n      ");
+        for (size_t b = 0; b < t->nnodes; b++)
+            fprintf(f, " %4u", t->nodes[b].os_index);
+        fputc('\n', f);
+        for (size_t a = 0; a < t->nnodes; a++) {
+            fprintf(f, "  %4u", t->nodes[a].os_index);
+            for (size_t b = 0; b < t->nnodes; b++)
+                fprintf(f, " %4u", t->distance[a * t->nnodes + b]);
+            fputc('\n', f);
+        }
+    }
+}
+
+void report_topo_json(FILE *f, const struct topo *t)
+{
+    fprintf(f, "{\n  \"source\": \"%s\",\n  \"description\": ", source_name(t->source));
+    json_string(f, t->desc);
+    fprintf(f, ",\n  \"cpus\": ");
+    json_list(f, t->cpus);
+    fprintf(f, ",\n  \"offline\": ");
+    json_list(f, t->offline);
+    fprintf(f, ",\n  \"inherited_affinity\": ");
+    json_list(f, t->binding);
+    fprintf(f, ",\n  \"cores\": %zu,\n  \"nodes\": [", t->ncores);
+    for (size_t i = 0; i < t->nnodes; i++) {
+        const struct topo_node *n = &t->nodes[i];
+        fprintf(f, "%s\n    {\"os_index\": %u, \"cpus\": ", i ? "," : "", n->os_index);
+        json_list(f, n->cpus);
+        fprintf(f, ", \"memory\": %llu, \"free\": %llu, \"has_memory\": %s, \"subtype\": ",
+                (unsigned long long)n->mem_total, (unsigned long long)n->mem_free,
+                n->has_memory ? "true" : "false");
+        json_string(f, n->subtype);
+        fputc('}', f);
+    }
+    fprintf(f, "\n  ],\n  \"distances\": ");
+    if (!t->distance) {
+        fprintf(f, "null");
+    } else {
+        fputc('[', f);
+        for (size_t a = 0; a < t->nnodes; a++) {
+            fprintf(f, "%s[", a ? ", " : "");
+            for (size_t b = 0; b < t->nnodes; b++)
+                fprintf(f, "%s%u", b ? ", " : "", t->distance[a * t->nnodes + b]);
+            fputc(']', f);
+        }
+        fputc(']', f);
+    }
+    fprintf(f, "\n}\n");
+}

@@ -1,0 +1,60 @@
+/*
+ * topo.h - the machine as the planner sees it: plain data, no hwloc objects.
+ *
+ * Only topo.c talks to hwloc's topology API. What leaves it is a list of
+ * NUMA nodes, each with the CPUs whose home it is and its memory, a
+ * distance matrix, the cores (for smt = no) and the inherited affinity.
+ * Sets are hwloc bitmaps: we use hwloc's bitmap and list functions rather
+ * than writing our own, but no topology object crosses this boundary.
+ */
+#ifndef TUNERUN_TOPO_H
+#define TUNERUN_TOPO_H
+
+#include <hwloc/bitmap.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log.h"
+
+enum topo_source { TOPO_HOST, TOPO_XML, TOPO_SYNTHETIC };
+
+struct topo_node {
+    unsigned os_index;
+    hwloc_bitmap_t cpus; /* allowed online PUs whose home is this node; empty: CPU-less */
+    uint64_t mem_total;  /* bytes; 0 with has_memory false: a memoryless node */
+    uint64_t mem_free;   /* bytes; equals mem_total for XML and synthetic sources */
+    bool has_memory;
+    char subtype[16]; /* "DRAM", "MCDRAM", "HBM", ... or "" */
+};
+
+struct topo {
+    enum topo_source source;
+    char *desc; /* "this machine", the XML path or the synthetic description */
+
+    struct topo_node *nodes; /* allowed nodes, by os index */
+    size_t nnodes;
+
+    hwloc_bitmap_t *cores; /* per core: its allowed online PUs */
+    size_t ncores;
+
+    hwloc_bitmap_t cpus;     /* allowed and online PUs */
+    hwloc_bitmap_t offline;  /* PUs that exist but are offline */
+    hwloc_bitmap_t binding;  /* inherited affinity (the whole of cpus for XML/synthetic) */
+    unsigned *distance;      /* nnodes x nnodes relative latencies; NULL when unknown */
+    bool memory_known;       /* false when no node reports any memory (some XMLs) */
+};
+
+/*
+ * Load a topology. `spec` is NULL for this machine, "synthetic:DESC" for a
+ * hwloc synthetic description, or the path of an hwloc XML export.
+ */
+bool topo_load(struct topo *t, const char *spec, struct err *e);
+void topo_free(struct topo *t);
+
+/* Index in t->nodes of the node with this os index, or -1. */
+int topo_node_index(const struct topo *t, unsigned os_index);
+/* Distance between nodes by index; 10 for self and 20 for others when unknown. */
+unsigned topo_distance(const struct topo *t, size_t a, size_t b);
+
+#endif
