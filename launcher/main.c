@@ -429,13 +429,24 @@ int main(int argc, char **argv)
         goto out;
     }
 
-    log_set_subject(o.profile_name ? o.profile_name : o.profile_file);
-    if (!load_profile(&o, &paths, &p, &e)) {
+    /* Until the profile names itself, messages carry the name it was asked by. */
+    const char *slash = o.profile_file ? strrchr(o.profile_file, '/') : NULL;
+    char *asked = strdup(o.profile_name  ? o.profile_name
+                         : slash         ? slash + 1
+                                         : o.profile_file);
+    char *dot = strstr(asked, ".ini");
+    if (dot && dot[4] == '\0')
+        *dot = '\0';
+    log_set_subject(asked);
+    bool loaded = load_profile(&o, &paths, &p, &e);
+    if (!loaded)
         log_error("%s", e.msg);
+    log_set_subject(loaded ? p.name : NULL);
+    free(asked);
+    if (!loaded) {
         status = EXIT_TUNERUN;
         goto out;
     }
-    log_set_subject(p.name);
     if (!topo_load(&t, o.topology, &e)) {
         log_error("%s", e.msg);
         profile_free(&p);

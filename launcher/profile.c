@@ -140,10 +140,23 @@ static const char *intern_file(struct profile *p, const char *path)
 
 /* ---- reading one file with inih ---------------------------------------- */
 
+static const char *const sections[] = {"profile", "placement", "memory", "limits", "env", "java",
+                                       NULL};
+
+static bool known_section(const char *name, size_t len)
+{
+    for (size_t i = 0; sections[i]; i++)
+        if (strlen(sections[i]) == len && strncmp(sections[i], name, len) == 0)
+            return true;
+    return false;
+}
+
 struct reader {
     const char *pos;   /* next unread byte of the text */
     int line;          /* line number of the text last handed to inih */
     int long_line;     /* first line longer than inih's buffer, 0 if none */
+    int bad_section;   /* first line with an unknown [section], 0 if none */
+    char bad_name[32]; /* its name */
 };
 
 static char *reader_next(char *buf, int size, void *stream)
@@ -163,6 +176,18 @@ static char *reader_next(char *buf, int size, void *stream)
     memcpy(buf, r->pos, len);
     buf[len] = '\0';
     r->pos = nl ? nl + 1 : r->pos + strlen(r->pos);
+    /* inih only reports keys; catch an unknown section at its header, even an empty one. */
+    const char *open = buf + strspn(buf, " \t");
+    const char *close = *open == '[' ? strchr(open, ']') : NULL;
+    if (close && r->bad_section == 0) {
+        char name[32];
+        snprintf(name, sizeof(name), "%.*s", (int)(close - open - 1), open + 1);
+        char *trimmed = str_trim(name);
+        if (!known_section(trimmed, strlen(trimmed))) {
+            r->bad_section = r->line;
+            snprintf(r->bad_name, sizeof(r->bad_name), "%s", trimmed);
+        }
+    }
     return buf;
 }
 
@@ -327,11 +352,17 @@ static bool load_file(struct loader *L, const char *path, const char *text, stru
     L->stack[L->depth++] = (struct file_id){st.st_dev, st.st_ino, file};
 
     struct entries mine = {0};
-    struct reader rd = {text, 0, 0};
+    struct reader rd = {.pos = text};
     struct file_ctx c = {L->p, &rd, file, &mine, NULL, 0};
     int bad = ini_parse_stream(reader_next, &rd, on_entry, &c);
     bool ok = true;
-    if (rd.long_line && (bad == 0 || rd.long_line <= bad)) {
+    if (rd.bad_section && (bad == 0 || rd.bad_section <= bad) &&
+        (rd.long_line == 0 || rd.bad_section < rd.long_line)) {
+        err_set(e, "%s:%d: unknown section [%s] (known: profile, placement, memory, limits, env, "
+                   "java)",
+                file, rd.bad_section, rd.bad_name);
+        ok = false;
+    } else if (rd.long_line && (bad == 0 || rd.long_line <= bad)) {
         err_set(e, "%s:%d: line too long (at most %d characters)", file, rd.long_line,
                 INI_MAX_LINE - 2);
         ok = false;
@@ -695,8 +726,6 @@ static const struct key_def {
     {"java", "max_ram", set_java_max_ram},
 };
 
-static const char *const sections[] = {"profile", "placement", "memory", "limits", "env", "java",
-                                       NULL};
 
 static bool valid_env_name(const char *s)
 {
@@ -800,11 +829,7 @@ static bool apply_entry(struct profile *p, const struct entry *en, struct err *e
 {
     char loc[PATH_MAX + 128];
     const char *why = NULL;
-    bool known_section = false;
-    for (size_t i = 0; sections[i]; i++)
-        if (strcmp(en->section, sections[i]) == 0)
-            known_section = true;
-    if (!known_section) {
+    if (!known_section(en->section, strlen(en->section))) {
         if (en->at.line > 0)
             err_set(e,
                     "%s:%d: unknown section [%s] (known: profile, placement, memory, limits, "

@@ -23,8 +23,20 @@
 #include <string.h>
 #include <strings.h>
 
-#define BLACKLIST_ENV  "HWLOC_PLUGINS_BLACKLIST"
-#define BLACKLIST_LIST "pci,opencl,gl,xml_libxml"
+/*
+ * What tunerun sets in its own environment for the load, and puts back
+ * afterwards. No plugin is needed: blacklisting them saves the dlopen()s,
+ * and pointing the plugin path nowhere saves scanning the directory. The
+ * x86 backend only adds CPUID details the planner never reads.
+ */
+static const struct {
+    const char *name, *value;
+} load_env[] = {
+    {"HWLOC_PLUGINS_BLACKLIST", "hwloc_pci,hwloc_opencl,hwloc_gl,hwloc_xml_libxml"},
+    {"HWLOC_PLUGINS_PATH", "/nonexistent/tunerun-needs-no-hwloc-plugins"},
+    {"HWLOC_COMPONENTS", "-x86"},
+};
+#define NLOAD_ENV (sizeof(load_env) / sizeof(load_env[0]))
 
 static void *xcalloc(size_t n, size_t size)
 {
@@ -72,12 +84,24 @@ static bool better_home(hwloc_obj_t a, hwloc_obj_t b)
 
 static bool configure(hwloc_topology_t topo, const char *spec, struct topo *t, struct err *e)
 {
-    unsigned long flags = HWLOC_TOPOLOGY_FLAG_DONT_CHANGE_BINDING | HWLOC_TOPOLOGY_FLAG_NO_MEMATTRS;
-    /* Only what the planner reads: nodes, cores, PUs; groups keep the structure. */
-    hwloc_topology_set_all_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
-    hwloc_topology_set_type_filter(topo, HWLOC_OBJ_CORE, HWLOC_TYPE_FILTER_KEEP_ALL);
-    hwloc_topology_set_type_filter(topo, HWLOC_OBJ_PACKAGE, HWLOC_TYPE_FILTER_KEEP_ALL);
+    unsigned long flags = HWLOC_TOPOLOGY_FLAG_DONT_CHANGE_BINDING |
+                          HWLOC_TOPOLOGY_FLAG_NO_MEMATTRS | HWLOC_TOPOLOGY_FLAG_NO_CPUKINDS;
+    /*
+     * Only what the planner reads: nodes, cores, PUs, and what carries a NUMA
+     * node's locality. On Linux hwloc takes a node's CPUs from sysfs and
+     * makes a group where no other object matches them, so caches need not
+     * be read at all (half the sysfs opens of a load). An XML export hangs a
+     * node below the object its CPUs are local to (an SNC cluster's L3, a
+     * memory-side cache); removing that object would widen the node's
+     * cpuset to its parent's, so there caches stay where they add structure.
+     */
+    hwloc_topology_set_all_types_filter(topo, spec == NULL ? HWLOC_TYPE_FILTER_KEEP_NONE
+                                                           : HWLOC_TYPE_FILTER_KEEP_STRUCTURE);
+    hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+    hwloc_topology_set_type_filter(topo, HWLOC_OBJ_MISC, HWLOC_TYPE_FILTER_KEEP_NONE);
+    hwloc_topology_set_icache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
     hwloc_topology_set_type_filter(topo, HWLOC_OBJ_GROUP, HWLOC_TYPE_FILTER_KEEP_STRUCTURE);
+    hwloc_topology_set_type_filter(topo, HWLOC_OBJ_CORE, HWLOC_TYPE_FILTER_KEEP_ALL);
 
     if (spec == NULL) {
         t->source = TOPO_HOST;
@@ -104,12 +128,16 @@ static bool configure(hwloc_topology_t topo, const char *spec, struct topo *t, s
     return true;
 }
 
-/* hwloc honours HWLOC_XMLFILE and HWLOC_SYNTHETIC from the environment. */
+/*
+ * Our HWLOC_COMPONENTS already overrides HWLOC_XMLFILE and HWLOC_SYNTHETIC,
+ * but HWLOC_FSROOT (a copied sysfs) still makes the Linux backend describe
+ * another machine; hwloc then says it is not this system.
+ */
 static bool check_this_system(hwloc_topology_t topo, struct err *e)
 {
     if (!hwloc_topology_is_thissystem(topo)) {
-        err_set(e, "hwloc describes another machine (HWLOC_XMLFILE, HWLOC_SYNTHETIC or "
-                   "HWLOC_FSROOT is set in the environment); unset it to launch here");
+        err_set(e, "hwloc describes another machine (HWLOC_FSROOT or HWLOC_THISSYSTEM is set "
+                   "in the environment); unset it to launch here");
         return false;
     }
     return true;
@@ -223,10 +251,13 @@ static void load_free_memory(struct topo *t)
 bool topo_load(struct topo *t, const char *spec, struct err *e)
 {
     memset(t, 0, sizeof(*t));
-    /* Blacklist unneeded plugins for this call only, restoring the caller's value. */
-    char *saved = getenv(BLACKLIST_ENV);
-    saved = saved ? strdup(saved) : NULL;
-    setenv(BLACKLIST_ENV, BLACKLIST_LIST, 1);
+    /* Our HWLOC_* hold for this call only; the caller's values come back after. */
+    char *saved[NLOAD_ENV];
+    for (size_t i = 0; i < NLOAD_ENV; i++) {
+        const char *v = getenv(load_env[i].name);
+        saved[i] = v ? strdup(v) : NULL;
+        setenv(load_env[i].name, load_env[i].value, 1);
+    }
 
     hwloc_topology_t topo;
     bool ok = false;
@@ -264,11 +295,12 @@ bool topo_load(struct topo *t, const char *spec, struct err *e)
 out:
     hwloc_topology_destroy(topo);
 restore:
-    if (saved) {
-        setenv(BLACKLIST_ENV, saved, 1);
-        free(saved);
-    } else {
-        unsetenv(BLACKLIST_ENV);
+    for (size_t i = 0; i < NLOAD_ENV; i++) {
+        if (saved[i])
+            setenv(load_env[i].name, saved[i], 1);
+        else
+            unsetenv(load_env[i].name);
+        free(saved[i]);
     }
     if (!ok)
         topo_free(t);

@@ -1,0 +1,90 @@
+/* test_parse.c - the value parsers of parse.c. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "parse.h"
+
+static void test_bool(void **state)
+{
+    (void)state;
+    bool b = false;
+    assert_true(parse_bool("yes", &b) && b);
+    assert_true(parse_bool("On", &b) && b);
+    assert_true(parse_bool("1", &b) && b);
+    assert_true(parse_bool("no", &b) && !b);
+    assert_true(parse_bool("FALSE", &b) && !b);
+    assert_false(parse_bool("maybe", &b));
+    assert_non_null(strstr(parse_error(), "maybe"));
+    assert_false(parse_bool("", &b));
+}
+
+static void test_long(void **state)
+{
+    (void)state;
+    long v;
+    assert_true(parse_long("-1000", -1000, 1000, &v) && v == -1000);
+    assert_false(parse_long("1001", -1000, 1000, &v));
+    assert_non_null(strstr(parse_error(), "out of range"));
+    assert_false(parse_long("12x", 0, 100, &v));
+    assert_false(parse_long(" 1", 0, 100, &v));
+    assert_false(parse_long("", 0, 100, &v));
+    assert_false(parse_long("99999999999999999999999", 0, 100, &v));
+}
+
+static void test_size(void **state)
+{
+    (void)state;
+    uint64_t v;
+    assert_true(parse_size("4096", &v) && v == 4096);
+    assert_true(parse_size("512k", &v) && v == 512ULL << 10);
+    assert_true(parse_size("64M", &v) && v == 64ULL << 20);
+    assert_true(parse_size("64MB", &v) && v == 64ULL << 20);
+    assert_true(parse_size("64MiB", &v) && v == 64ULL << 20);
+    assert_true(parse_size("2g", &v) && v == 2ULL << 30);
+    assert_true(parse_size("1T", &v) && v == 1ULL << 40);
+    assert_true(parse_size("100b", &v) && v == 100);
+    assert_false(parse_size("1.5G", &v));
+    assert_false(parse_size("G", &v));
+    assert_false(parse_size("-1", &v));
+    assert_false(parse_size("4X", &v));
+    assert_false(parse_size("4Mx", &v));
+    assert_false(parse_size("4bib", &v));
+    assert_false(parse_size("99999999999999999999P", &v));
+    assert_false(parse_size("16777216T", &v)); /* 2^64: wraps */
+}
+
+static void test_rlim(void **state)
+{
+    (void)state;
+    rlim_t s, h;
+    assert_true(parse_rlim_pair("65535", &s, &h) && s == 65535 && h == 65535);
+    assert_true(parse_rlim_pair("1024:4096", &s, &h) && s == 1024 && h == 4096);
+    assert_true(parse_rlim_pair("unlimited", &s, &h) && s == RLIM_INFINITY && h == RLIM_INFINITY);
+    assert_true(parse_rlim_pair("8M:unlimited", &s, &h) && s == 8ULL << 20 && h == RLIM_INFINITY);
+    assert_true(parse_rlim_pair(" 10 : 20 ", &s, &h) && s == 10 && h == 20);
+    assert_false(parse_rlim_pair("4096:1024", &s, &h));
+    assert_non_null(strstr(parse_error(), "soft limit above hard"));
+    assert_false(parse_rlim_pair("unlimited:10", &s, &h));
+    assert_false(parse_rlim_pair("lots", &s, &h));
+    assert_false(parse_rlim_pair("1:2:3", &s, &h));
+}
+
+static void test_trim(void **state)
+{
+    (void)state;
+    char buf[] = "  a b \t\n";
+    assert_string_equal(str_trim(buf), "a b");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bool), cmocka_unit_test(test_long), cmocka_unit_test(test_size),
+        cmocka_unit_test(test_rlim), cmocka_unit_test(test_trim),
+    };
+    return cmocka_run_group_tests_name("parse", tests, NULL, NULL);
+}

@@ -1,0 +1,299 @@
+/* test_profile.c - INI loading, includes, validation and --set (profile.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "profile.h"
+
+static char tmpdir[64];
+
+static int setup(void **state)
+{
+    (void)state;
+    strcpy(tmpdir, "/tmp/tunerun-test-XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Write tmpdir/sub/name and return its path (static buffer per call site). */
+static const char *write_file(const char *sub, const char *name, const char *text)
+{
+    static char path[8][256];
+    static int slot;
+    char *p = path[slot++ % 8];
+    snprintf(p, 256, "%s/%s", tmpdir, sub);
+    mkdir(p, 0755);
+    snprintf(p, 256, "%s/%s/%s", tmpdir, sub, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return p;
+}
+
+static struct profile_paths paths_in(const char *sub1, const char *sub2)
+{
+    static char d1[256], d2[256];
+    struct profile_paths ps = {{0}, {0}, 0};
+    snprintf(d1, sizeof(d1), "%s/%s", tmpdir, sub1);
+    ps.dirs[ps.n] = d1;
+    ps.labels[ps.n++] = "admin";
+    if (sub2) {
+        snprintf(d2, sizeof(d2), "%s/%s", tmpdir, sub2);
+        ps.dirs[ps.n] = d2;
+        ps.labels[ps.n++] = "installed";
+    }
+    return ps;
+}
+
+/* Load text as a profile file; return the error message ("" on success). */
+static const char *load_error(const char *text)
+{
+    static struct err e;
+    struct profile p;
+    const char *path = write_file("e", "bad.ini", text);
+    e.msg[0] = '\0';
+    if (profile_load(&p, path, NULL, &e)) {
+        profile_free(&p);
+        return "";
+    }
+    return e.msg;
+}
+
+static void test_shipped_profiles_load(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"mysql", "redis", "nginx", "java"};
+    struct profile_paths ps = {{"profiles"}, {"tree"}, 1};
+    for (size_t i = 0; i < 4; i++) {
+        struct profile p;
+        struct err e;
+        char *path = profile_find(names[i], &ps, NULL);
+        assert_non_null(path);
+        if (!profile_load(&p, path, &ps, &e))
+            fail_msg("%s: %s", path, e.msg);
+        assert_string_equal(p.name, names[i]);
+        assert_non_null(p.fears);
+        profile_free(&p);
+        free(path);
+    }
+}
+
+static void test_mysql_values(void **state)
+{
+    (void)state;
+    struct profile p;
+    struct err e;
+    assert_true(profile_load(&p, "profiles/mysql.ini", NULL, &e));
+    assert_int_equal(p.placement.nodes, 1);
+    assert_int_equal(p.placement.cpus, CPUS_NODE);
+    assert_int_equal(p.placement.memory, MEM_BIND);
+    assert_int_equal(p.memory.thp, THP_MADVISE);
+    assert_int_equal(p.memory.arena, ARENA_UNSET);
+    assert_true(p.limits[RLIMIT_NOFILE].set);
+    assert_int_equal(p.limits[RLIMIT_NOFILE].soft, 65535);
+    assert_int_equal(p.placement.navoid, 1);
+    assert_string_equal(p.placement.avoid[0], "nginx");
+    profile_free(&p);
+
+    assert_true(profile_load(&p, "profiles/nginx.ini", NULL, &e));
+    assert_int_equal(p.memory.arena, ARENA_VALUE);
+    assert_int_equal(p.memory.arena_value, 4);
+    assert_string_equal(p.placement.avoid[0], "mysql");
+    profile_free(&p);
+
+    assert_true(profile_load(&p, "profiles/redis.ini", NULL, &e));
+    assert_int_equal(p.memory.thp, THP_NEVER);
+    profile_free(&p);
+}
+
+static void test_errors_name_file_and_line(void **state)
+{
+    (void)state;
+    const char *m;
+    m = load_error("[placement]\nnodes = 1\n\n[bogus]\nx = 1\n");
+    assert_non_null(strstr(m, "bad.ini:4: unknown section [bogus]"));
+
+    m = load_error("[placement]\nnodes = 1\n[ empty ]\n");
+    assert_non_null(strstr(m, "bad.ini:3: unknown section [empty]"));
+
+    m = load_error("[placement]\nnodes = 1\nnodez = 2\n");
+    assert_non_null(strstr(m, "bad.ini:3: placement.nodez: unknown key"));
+    assert_non_null(strstr(m, "nodes"));
+
+    m = load_error("# comment\n[placement]\nnodes = many\n");
+    assert_non_null(strstr(m, "bad.ini:3: placement.nodes:"));
+
+    m = load_error("[memory]\nthp = always\n");
+    assert_non_null(strstr(m, "bad.ini:2: memory.thp: 'always' is not one of"));
+
+    m = load_error("[memory]\noom_score_adj = -2000\n");
+    assert_non_null(strstr(m, "bad.ini:2:"));
+
+    m = load_error("[limits]\nnofile = 10:5\n");
+    assert_non_null(strstr(m, "bad.ini:2: limits.nofile: soft limit above hard"));
+
+    m = load_error("[limits]\nfiles = 10\n");
+    assert_non_null(strstr(m, "bad.ini:2: limits.files: unknown limit"));
+
+    m = load_error("[placement]\nthis line has no equals sign\n");
+    assert_non_null(strstr(m, "bad.ini:2: syntax error"));
+
+    m = load_error("[env]\nLD_PRELOAD = /tmp/evil.so\n");
+    assert_non_null(strstr(m, "bad.ini:2: env.LD_PRELOAD: loader variables"));
+
+    m = load_error("[env]\nHWLOC_XMLFILE = /x\n");
+    assert_non_null(strstr(m, "bad.ini:2:"));
+
+    m = load_error("[env]\nX = ${cores}\n");
+    assert_non_null(strstr(m, "unknown variable ${cores}"));
+
+    m = load_error("[env]\nMALLOC_ARENA_MAX = 2\n");
+    assert_non_null(strstr(m, "malloc_arena_max"));
+
+    m = load_error("[placement]\ncpus = 150%\n");
+    assert_non_null(strstr(m, "bad.ini:2: placement.cpus"));
+
+    char longline[400];
+    memset(longline, 'x', sizeof(longline));
+    memcpy(longline, "[env]\nA = ", 10);
+    strcpy(longline + sizeof(longline) - 2, "\n");
+    m = load_error(longline);
+    assert_non_null(strstr(m, "bad.ini:2: line too long"));
+
+    assert_string_equal(load_error("[placement]\nnodes = all\ncpus = 50%\n"), "");
+}
+
+static void test_include_overrides(void **state)
+{
+    (void)state;
+    write_file("inc", "base.ini", "[placement]\nnodes = 2\nmemory = interleave\n"
+                                  "[limits]\nnofile = 100\n[env]\nA = base\nB = base\n");
+    const char *top = write_file("inc", "top.ini", "[placement]\nnodes = 1\n"
+                                                   "[profile]\ninclude = base\n[env]\nB = top\n");
+    struct profile_paths ps = paths_in("inc", NULL);
+    struct profile p;
+    struct err e;
+    if (!profile_load(&p, top, &ps, &e))
+        fail_msg("%s", e.msg);
+    /* the including file wins, even for keys written before its include line */
+    assert_int_equal(p.placement.nodes, 1);
+    assert_int_equal(p.placement.memory, MEM_INTERLEAVE);
+    assert_int_equal(p.limits[RLIMIT_NOFILE].soft, 100);
+    assert_int_equal(p.nenv, 2);
+    assert_string_equal(p.env[0].value, "base");
+    assert_string_equal(p.env[1].value, "top");
+    assert_string_equal(p.name, "top");
+    assert_int_equal(p.nfiles, 2);
+    profile_free(&p);
+}
+
+static void test_include_same_name_extends_next(void **state)
+{
+    (void)state;
+    /* /etc/tunerun/profiles/mysql.ini says include = mysql to extend the shipped one */
+    write_file("shipped", "mysql.ini", "[placement]\nnodes = 1\nmemory = bind\n");
+    const char *admin =
+        write_file("admin", "mysql.ini", "[profile]\ninclude = mysql\n[placement]\nmemory = auto\n");
+    struct profile_paths ps = paths_in("admin", "shipped");
+    struct profile p;
+    struct err e;
+    if (!profile_load(&p, admin, &ps, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(p.placement.nodes, 1);
+    assert_int_equal(p.placement.memory, MEM_AUTO);
+    profile_free(&p);
+}
+
+static void test_include_cycle_and_missing(void **state)
+{
+    (void)state;
+    write_file("cyc", "a.ini", "[profile]\ninclude = b\n");
+    write_file("cyc", "b.ini", "[profile]\ninclude = c\n");
+    const char *c = write_file("cyc", "c.ini", "[profile]\ninclude = a\n");
+    struct profile_paths ps = paths_in("cyc", NULL);
+    struct profile p;
+    struct err e;
+    assert_false(profile_load(&p, c, &ps, &e));
+    assert_non_null(strstr(e.msg, "include cycle"));
+    assert_non_null(strstr(e.msg, "c.ini:2"));
+
+    const char *m = write_file("cyc", "m.ini", "[profile]\ninclude = nosuch\n");
+    assert_false(profile_load(&p, m, &ps, &e));
+    assert_non_null(strstr(e.msg, "m.ini:2: profile.include: no profile 'nosuch' found"));
+
+    const char *self = write_file("cyc", "self.ini", "[profile]\ninclude = ./self.ini\n");
+    assert_false(profile_load(&p, self, &ps, &e));
+    assert_non_null(strstr(e.msg, "include cycle"));
+}
+
+static void test_set_overrides(void **state)
+{
+    (void)state;
+    struct profile p;
+    struct err e;
+    assert_true(profile_load(&p, "profiles/mysql.ini", NULL, &e));
+    assert_true(profile_set(&p, "placement.nodes=2", &e));
+    assert_int_equal(p.placement.nodes, 2);
+    assert_true(profile_set(&p, "limits.nofile = 1000:2000", &e));
+    assert_int_equal(p.limits[RLIMIT_NOFILE].soft, 1000);
+    assert_int_equal(p.limits[RLIMIT_NOFILE].hard, 2000);
+    assert_true(profile_set(&p, "env.GREETING=hello world", &e));
+    assert_string_equal(p.env[p.nenv - 1].value, "hello world");
+
+    assert_false(profile_set(&p, "placement.nodes=x", &e));
+    assert_non_null(strstr(e.msg, "--set placement.nodes=x"));
+    assert_false(profile_set(&p, "nodes=1", &e));
+    assert_non_null(strstr(e.msg, "SECTION.KEY=VALUE"));
+    assert_false(profile_set(&p, "bogus.key=1", &e));
+    assert_non_null(strstr(e.msg, "unknown section"));
+    assert_false(profile_set(&p, "profile.include=redis", &e));
+    profile_free(&p);
+}
+
+static void test_find_and_missing_file(void **state)
+{
+    (void)state;
+    struct profile_paths ps = {{"/nonexistent", "profiles"}, {"a", "b"}, 2};
+    size_t idx = 9;
+    char *path = profile_find("redis", &ps, &idx);
+    assert_non_null(path);
+    assert_int_equal(idx, 1);
+    free(path);
+    assert_null(profile_find("nosuch", &ps, NULL));
+    assert_null(profile_find("../etc/passwd", &ps, NULL));
+
+    struct profile p;
+    struct err e;
+    assert_false(profile_load(&p, "/nonexistent/x.ini", NULL, &e));
+    assert_non_null(strstr(e.msg, "/nonexistent/x.ini"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shipped_profiles_load),
+        cmocka_unit_test(test_mysql_values),
+        cmocka_unit_test(test_errors_name_file_and_line),
+        cmocka_unit_test(test_include_overrides),
+        cmocka_unit_test(test_include_same_name_extends_next),
+        cmocka_unit_test(test_include_cycle_and_missing),
+        cmocka_unit_test(test_set_overrides),
+        cmocka_unit_test(test_find_and_missing_file),
+    };
+    return cmocka_run_group_tests_name("profile", tests, setup, teardown);
+}

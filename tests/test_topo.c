@@ -1,0 +1,197 @@
+/* test_topo.c - hwloc -> struct topo on real machine exports (topo.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topo.h"
+#include "topologies.h"
+
+static struct topo load(const char *name)
+{
+    struct topo t;
+    struct err e;
+    char path[512];
+    if (strncmp(name, "synthetic:", 10) == 0)
+        snprintf(path, sizeof(path), "%s", name);
+    else
+        snprintf(path, sizeof(path), "%s/%s", topologies_dir(), name);
+    if (!topo_load(&t, path, &e))
+        fail_msg("%s: %s", path, e.msg);
+    return t;
+}
+
+static const struct topo_node *node(const struct topo *t, unsigned os)
+{
+    int i = topo_node_index(t, os);
+    assert_true(i >= 0);
+    return &t->nodes[i];
+}
+
+/* Every XML loads; every PU has exactly one home; homes hold only candidate CPUs. */
+static void test_every_xml_is_consistent(void **state)
+{
+    (void)state;
+    char **files = topology_files();
+    for (char **f = files; *f; f++) {
+        struct topo t;
+        struct err e;
+        if (!topo_load(&t, *f, &e))
+            fail_msg("%s: %s", *f, e.msg);
+        assert_true(t.nnodes >= 1);
+        hwloc_bitmap_t seen = hwloc_bitmap_alloc();
+        for (size_t i = 0; i < t.nnodes; i++) {
+            assert_false(hwloc_bitmap_intersects(seen, t.nodes[i].cpus));
+            assert_true(hwloc_bitmap_isincluded(t.nodes[i].cpus, t.cpus));
+            hwloc_bitmap_or(seen, seen, t.nodes[i].cpus);
+            if (i > 0)
+                assert_true(t.nodes[i - 1].os_index < t.nodes[i].os_index);
+        }
+        /* A PU may lack a home only when its own node is disallowed (cpuset.mems). */
+        if (!hwloc_bitmap_isequal(seen, t.cpus) && !strstr(*f, "cpusets"))
+            fail_msg("%s: some allowed PU has no home node", *f);
+        assert_false(hwloc_bitmap_intersects(t.cpus, t.offline));
+        assert_true(hwloc_bitmap_isequal(t.binding, t.cpus));
+        /* some exports carry odd matrices (8ia64: a node farther from itself); only check presence */
+        for (size_t a = 0; t.distance && a < t.nnodes * t.nnodes; a++)
+            assert_true(t.distance[a] > 0);
+        hwloc_bitmap_free(seen);
+        topo_free(&t);
+    }
+    topology_files_free(files);
+}
+
+static void test_two_socket_xeon(void **state)
+{
+    (void)state;
+    struct topo t = load("32em64t-2n8c2t-pci-normalio.xml");
+    assert_int_equal(t.nnodes, 2);
+    assert_int_equal(hwloc_bitmap_weight(t.cpus), 32);
+    assert_int_equal(t.ncores, 16);
+    assert_int_equal(hwloc_bitmap_weight(node(&t, 0)->cpus), 16);
+    assert_int_equal(hwloc_bitmap_weight(node(&t, 1)->cpus), 16);
+    assert_true(node(&t, 0)->has_memory);
+    topo_free(&t);
+}
+
+static void test_cpuless_node(void **state)
+{
+    (void)state;
+    struct topo t = load("8ia64-2n2s2c+1n.v1tov2.xml");
+    assert_int_equal(t.nnodes, 3);
+    assert_true(hwloc_bitmap_iszero(node(&t, 16)->cpus));
+    assert_true(node(&t, 16)->has_memory);
+    assert_int_equal(hwloc_bitmap_weight(node(&t, 0)->cpus), 4);
+    assert_non_null(t.distance);
+    topo_free(&t);
+}
+
+static void test_knl_mcdram_is_never_a_cpu_home(void **state)
+{
+    (void)state;
+    struct topo t = load("64intel64-fakeKNL-SNC4-hybrid.xml");
+    assert_int_equal(t.nnodes, 8);
+    for (unsigned os = 0; os < 4; os++) {
+        assert_string_equal(node(&t, os)->subtype, "DRAM");
+        assert_int_equal(hwloc_bitmap_weight(node(&t, os)->cpus), 16);
+    }
+    for (unsigned os = 4; os < 8; os++) {
+        assert_string_equal(node(&t, os)->subtype, "MCDRAM");
+        assert_true(hwloc_bitmap_iszero(node(&t, os)->cpus));
+    }
+    topo_free(&t);
+}
+
+static void test_offline_and_disallowed(void **state)
+{
+    (void)state;
+    struct topo t = load("16em64t-4s2c2t-offlines.xml");
+    assert_int_equal(hwloc_bitmap_weight(t.cpus), 7);
+    assert_false(hwloc_bitmap_iszero(t.offline));
+    /* a single node whose memory the XML does not record still counts as memory */
+    assert_false(t.memory_known);
+    assert_true(t.nodes[0].has_memory);
+    topo_free(&t);
+
+    /* exported in a cpuset allowing CPUs 0-3,5-6,12-15 and nodes 1-5 only */
+    t = load("16amd64-8n2c-cpusets.xml");
+    assert_int_equal(hwloc_bitmap_weight(t.cpus), 10);
+    assert_int_equal(t.nnodes, 5);
+    assert_int_equal(topo_node_index(&t, 0), -1);
+    assert_int_equal(hwloc_bitmap_weight(node(&t, 1)->cpus), 2);
+    assert_true(hwloc_bitmap_iszero(node(&t, 4)->cpus));
+    assert_true(hwloc_bitmap_iszero(node(&t, 5)->cpus));
+    topo_free(&t);
+}
+
+static void test_synthetic(void **state)
+{
+    (void)state;
+    struct topo t = load("synthetic:pack:2 numa:2 core:4 pu:2");
+    assert_int_equal(t.nnodes, 4);
+    assert_int_equal(hwloc_bitmap_weight(t.cpus), 32);
+    assert_int_equal(t.ncores, 16);
+    assert_true(t.memory_known);
+    topo_free(&t);
+
+    struct err e;
+    assert_false(topo_load(&t, "synthetic:pack:banana", &e));
+    assert_non_null(strstr(e.msg, "synthetic"));
+    assert_false(topo_load(&t, "/nonexistent.xml", &e));
+    assert_non_null(strstr(e.msg, "/nonexistent.xml"));
+}
+
+static void test_host_is_this_system(void **state)
+{
+    (void)state;
+    struct topo t;
+    struct err e;
+    if (!topo_load(&t, NULL, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(t.source, TOPO_HOST);
+    assert_true(hwloc_bitmap_weight(t.cpus) >= 1);
+    assert_true(hwloc_bitmap_intersects(t.binding, t.cpus));
+    /* our plugin blacklist never outlives the load */
+    assert_null(getenv("HWLOC_PLUGINS_BLACKLIST"));
+    topo_free(&t);
+
+    setenv("HWLOC_PLUGINS_BLACKLIST", "mine", 1);
+    if (!topo_load(&t, NULL, &e))
+        fail_msg("%s", e.msg);
+    assert_string_equal(getenv("HWLOC_PLUGINS_BLACKLIST"), "mine");
+    unsetenv("HWLOC_PLUGINS_BLACKLIST");
+    topo_free(&t);
+
+    /* an HWLOC_XMLFILE in the environment never makes tunerun describe another machine */
+    char xml[512];
+    snprintf(xml, sizeof(xml), "%s/32em64t-2n8c2t-pci-normalio.xml", topologies_dir());
+    setenv("HWLOC_XMLFILE", xml, 1);
+    if (!topo_load(&t, NULL, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(t.source, TOPO_HOST);
+    assert_true(hwloc_bitmap_weight(t.cpus) < 32 || t.nnodes != 2);
+    topo_free(&t);
+    unsetenv("HWLOC_XMLFILE");
+
+    /* a fake sysfs root is not this machine: refuse rather than mis-place */
+    setenv("HWLOC_FSROOT", "/tmp", 1);
+    assert_false(topo_load(&t, NULL, &e));
+    unsetenv("HWLOC_FSROOT");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_xml_is_consistent),
+        cmocka_unit_test(test_two_socket_xeon),
+        cmocka_unit_test(test_cpuless_node),
+        cmocka_unit_test(test_knl_mcdram_is_never_a_cpu_home),
+        cmocka_unit_test(test_offline_and_disallowed),
+        cmocka_unit_test(test_synthetic),
+        cmocka_unit_test(test_host_is_this_system),
+    };
+    return cmocka_run_group_tests_name("topo", tests, NULL, NULL);
+}
