@@ -395,11 +395,21 @@ static void choose_cpus(struct ctx *c)
             take_compact(t, pool, want, pl->cpus);
     }
     if (p->placement.cpus == CPUS_ALL) {
-        /* the CPUs decide the nodes they live on */
+        /* The CPUs decide the nodes they live on; memory stays where it was chosen. */
+        hwloc_bitmap_t chosen = hwloc_bitmap_dup(pl->nodes);
         hwloc_bitmap_zero(pl->nodes);
         for (size_t i = 0; i < t->nnodes; i++)
             if (hwloc_bitmap_intersects(t->nodes[i].cpus, pl->cpus))
                 hwloc_bitmap_set(pl->nodes, t->nodes[i].os_index);
+        if (!hwloc_bitmap_isequal(chosen, pl->nodes) && pl->mpol != PLAN_MPOL_LOCAL) {
+            char *mem = list_of(pl->mem_nodes);
+            note(pl, NOTE_INFO,
+                 "cpus = all spreads CPUs beyond the memory nodes (%s): threads elsewhere "
+                 "reach their memory remotely",
+                 mem);
+            free(mem);
+        }
+        hwloc_bitmap_free(chosen);
     }
     char *list = list_of(pl->cpus);
     note(pl, NOTE_INFO, "cpus %s (%d)%s", list, hwloc_bitmap_weight(pl->cpus),
@@ -442,8 +452,8 @@ static void choose_memory(struct ctx *c)
     char *list = list_of(pl->mem_nodes);
     switch (mode) {
     case MEM_LOCAL:
+        /* mem_nodes still says where first touch lands, for ${node_mem} and the JVM */
         pl->mpol = PLAN_MPOL_LOCAL;
-        hwloc_bitmap_zero(pl->mem_nodes);
         note(pl, NOTE_INFO, "memory local: first touch on the node of the touching CPU");
         break;
     case MEM_BIND:
@@ -564,6 +574,8 @@ static void add_placement_steps(struct ctx *c)
     struct plan_step *s = add_step(pl, STEP_MEMPOLICY, xasprintf("%s", fear[pl->mpol]));
     s->u.mempolicy.mode = pl->mpol;
     s->u.mempolicy.nodes = hwloc_bitmap_dup(pl->mem_nodes);
+    if (pl->mpol == PLAN_MPOL_LOCAL)
+        hwloc_bitmap_zero(s->u.mempolicy.nodes);
 
     s = add_step(pl, STEP_AFFINITY,
                  xasprintf("CPUs next to the service's memory, not shared by chance"));
@@ -795,8 +807,8 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
         note(pl, NOTE_WARN, "no NUMA node owns the candidate CPUs; placing by CPUs only");
     } else {
         choose_nodes(&c);
-        choose_cpus(&c);
         choose_memory(&c);
+        choose_cpus(&c);
     }
     add_limit_steps(&c);
     add_placement_steps(&c);

@@ -1,0 +1,534 @@
+/*
+ * test_plan.c - every planner rule, on real machine exports, synthetic
+ * shapes up to thousands of PUs, and hand-made topologies for the shapes
+ * no export has (a memoryless node with CPUs, an uneven distance matrix).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan.h"
+#include "topologies.h"
+
+#define GIB (1024ULL * 1024 * 1024)
+#define MIB (1024ULL * 1024)
+
+static const char *const shipped[] = {"mysql", "redis", "nginx", "java"};
+
+static struct profile load_profile(const char *name, const char *const *sets)
+{
+    struct profile p;
+    struct err e;
+    char path[128];
+    snprintf(path, sizeof(path), "profiles/%s.ini", name);
+    if (!profile_load(&p, path, NULL, &e))
+        fail_msg("%s", e.msg);
+    for (; sets && *sets; sets++)
+        if (!profile_set(&p, *sets, &e))
+            fail_msg("%s", e.msg);
+    return p;
+}
+
+static struct profile profile_text(const char *text)
+{
+    struct profile p;
+    struct err e;
+    if (!profile_load_string(&p, "test.ini", text, NULL, &e))
+        fail_msg("%s", e.msg);
+    return p;
+}
+
+static struct topo load_topo(const char *spec)
+{
+    struct topo t;
+    struct err e;
+    if (!topo_load(&t, spec, &e))
+        fail_msg("%s: %s", spec, e.msg);
+    return t;
+}
+
+static struct plan make_plan(const struct profile *p, const struct topo *t, char *const *env)
+{
+    struct plan pl;
+    struct err e;
+    struct plan_input in = {p, t, env};
+    if (!plan_build(&pl, &in, &e))
+        fail_msg("%s", e.msg);
+    return pl;
+}
+
+static const struct plan_step *find_env(const struct plan *pl, const char *name)
+{
+    for (size_t i = 0; i < pl->nsteps; i++)
+        if (pl->steps[i].type == STEP_SETENV && strcmp(pl->steps[i].u.env.name, name) == 0)
+            return &pl->steps[i];
+    return NULL;
+}
+
+static bool is_home(const struct topo *t, unsigned os)
+{
+    int i = topo_node_index(t, os);
+    return i >= 0 && !hwloc_bitmap_iszero(t->nodes[i].cpus);
+}
+
+/* The nearest node with memory, by the distance matrix (ties: any equally near). */
+static unsigned nearest_distance(const struct topo *t, size_t i)
+{
+    unsigned best = ~0U;
+    for (size_t j = 0; j < t->nnodes; j++)
+        if (t->nodes[j].has_memory && topo_distance(t, i, j) < best)
+            best = topo_distance(t, i, j);
+    return best;
+}
+
+/* The invariants that hold for every profile on every machine. */
+static void check_invariants(const struct profile *p, const struct topo *t, const struct plan *pl,
+                             const char *label)
+{
+    hwloc_bitmap_t cand = hwloc_bitmap_alloc();
+    hwloc_bitmap_and(cand, t->cpus, t->binding);
+    if (hwloc_bitmap_iszero(pl->cpus))
+        fail_msg("%s: no CPU planned", label);
+    /* never a disallowed, offline or non-inherited CPU */
+    if (!hwloc_bitmap_isincluded(pl->cpus, cand))
+        fail_msg("%s: planned CPUs outside allowed ∩ inherited affinity", label);
+    if (hwloc_bitmap_intersects(pl->cpus, t->offline))
+        fail_msg("%s: an offline CPU is planned", label);
+
+    int os;
+    hwloc_bitmap_t in_nodes = hwloc_bitmap_alloc();
+    hwloc_bitmap_foreach_begin(os, pl->nodes)
+    {
+        /* a CPU-less node is never a CPU home */
+        if (!is_home(t, (unsigned)os))
+            fail_msg("%s: node %d has no CPUs but is a CPU home", label, os);
+        hwloc_bitmap_or(in_nodes, in_nodes, t->nodes[topo_node_index(t, (unsigned)os)].cpus);
+        /* a memoryless node's memory comes from the nearest node with memory */
+        size_t i = (size_t)topo_node_index(t, (unsigned)os);
+        if (!t->nodes[i].has_memory && p->placement.cpus != CPUS_ALL &&
+            pl->mpol != PLAN_MPOL_INTERLEAVE) {
+            bool ok = false;
+            int m;
+            hwloc_bitmap_foreach_begin(m, pl->mem_nodes)
+            {
+                size_t j = (size_t)topo_node_index(t, (unsigned)m);
+                if (topo_distance(t, i, j) == nearest_distance(t, i))
+                    ok = true;
+            }
+            hwloc_bitmap_foreach_end();
+            if (!ok)
+                fail_msg("%s: memoryless node %d does not get its nearest memory", label, os);
+        }
+    }
+    hwloc_bitmap_foreach_end();
+    /* CPUs lie within the chosen nodes */
+    if (p->placement.cpus != CPUS_ALL && !hwloc_bitmap_isincluded(pl->cpus, in_nodes))
+        fail_msg("%s: CPUs outside the chosen nodes", label);
+    if (p->placement.nodes == 1 && p->placement.cpus != CPUS_ALL &&
+        hwloc_bitmap_weight(pl->nodes) != 1)
+        fail_msg("%s: nodes = 1 but %d chosen", label, hwloc_bitmap_weight(pl->nodes));
+
+    /* memory only from nodes that have it */
+    hwloc_bitmap_foreach_begin(os, pl->mem_nodes)
+    {
+        int i = topo_node_index(t, (unsigned)os);
+        if (i < 0 || !t->nodes[i].has_memory)
+            fail_msg("%s: memory planned on node %d, which has none", label, os);
+    }
+    hwloc_bitmap_foreach_end();
+    if (pl->mpol != PLAN_MPOL_LOCAL && hwloc_bitmap_iszero(pl->mem_nodes))
+        fail_msg("%s: policy %s with no nodes", label, plan_mpol_name(pl->mpol));
+
+    /* steps come in apply order */
+    for (size_t i = 1; i < pl->nsteps; i++)
+        if (pl->steps[i].type < pl->steps[i - 1].type)
+            fail_msg("%s: step %zu out of order", label, i);
+    hwloc_bitmap_free(in_nodes);
+    hwloc_bitmap_free(cand);
+}
+
+/* nodes = 2 takes the closest pair among the nodes that can host CPUs. */
+static void check_closest_pair(const struct topo *t, const struct plan *pl, const char *label)
+{
+    unsigned best = ~0U;
+    for (size_t a = 0; a < t->nnodes; a++)
+        for (size_t b = a + 1; b < t->nnodes; b++)
+            if (is_home(t, t->nodes[a].os_index) && is_home(t, t->nodes[b].os_index) &&
+                topo_distance(t, a, b) < best)
+                best = topo_distance(t, a, b);
+    if (best == ~0U)
+        return; /* fewer than two homes */
+    int a = hwloc_bitmap_first(pl->nodes), b = hwloc_bitmap_next(pl->nodes, a);
+    assert_true(b >= 0);
+    unsigned got = topo_distance(t, (size_t)topo_node_index(t, (unsigned)a),
+                                 (size_t)topo_node_index(t, (unsigned)b));
+    if (got != best)
+        fail_msg("%s: nodes %d,%d at distance %u, closest pair is %u", label, a, b, got, best);
+}
+
+static const char *const variants[][3] = {
+    {NULL},
+    {"placement.nodes=2", NULL},
+    {"placement.nodes=all", "placement.memory=interleave", NULL},
+    {"placement.cpus=50%", "placement.smt=no", NULL},
+    {"placement.cpus=3", NULL},
+    {"placement.memory=auto", "placement.memory_size=64G", NULL},
+    {"placement.cpus=all", "placement.memory=preferred", NULL},
+};
+
+static void plan_everything_on(const struct topo *t, const char *label)
+{
+    for (size_t i = 0; i < 4; i++)
+        for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
+            struct profile p = load_profile(shipped[i], variants[v]);
+            struct plan pl = make_plan(&p, t, NULL);
+            char what[512];
+            snprintf(what, sizeof(what), "%s, %s%s%s", label, shipped[i],
+                     variants[v][0] ? " --set " : "", variants[v][0] ? variants[v][0] : "");
+            check_invariants(&p, t, &pl, what);
+            if (p.placement.nodes == 2 && p.placement.cpus != CPUS_ALL)
+                check_closest_pair(t, &pl, what);
+            plan_free(&pl);
+            profile_free(&p);
+        }
+}
+
+static void test_every_profile_on_every_machine(void **state)
+{
+    (void)state;
+    char **files = topology_files();
+    for (char **f = files; *f; f++) {
+        struct topo t = load_topo(*f);
+        plan_everything_on(&t, *f);
+        topo_free(&t);
+    }
+    topology_files_free(files);
+}
+
+static void test_synthetic_shapes_up_to_thousands_of_pus(void **state)
+{
+    (void)state;
+    static const char *const shapes[] = {
+        "synthetic:pu:1",
+        "synthetic:pack:2 numa:1 core:8 pu:2",
+        "synthetic:pack:4 numa:2 core:16 pu:2",
+        "synthetic:pack:2 numa:4 [numa(memory=0)] core:4 pu:4",
+        "synthetic:pack:16 numa:4 core:32 pu:2", /* 4096 PUs */
+    };
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        struct topo t;
+        struct err e;
+        if (!topo_load(&t, shapes[i], &e)) {
+            if (strstr(shapes[i], "memory=0"))
+                continue; /* older hwloc lacks per-level attributes; the hand-made test covers it */
+            fail_msg("%s: %s", shapes[i], e.msg);
+        }
+        plan_everything_on(&t, shapes[i]);
+        topo_free(&t);
+    }
+}
+
+static void test_mysql_on_two_socket_xeon(void **state)
+{
+    (void)state;
+    char path[512];
+    snprintf(path, sizeof(path), "%s/32em64t-2n8c2t-pci-normalio.xml", topologies_dir());
+    struct topo t = load_topo(path);
+    struct profile p = load_profile("mysql", NULL);
+    struct plan pl = make_plan(&p, &t, NULL);
+    assert_int_equal(hwloc_bitmap_weight(pl.nodes), 1);
+    assert_int_equal(hwloc_bitmap_weight(pl.cpus), 16);
+    assert_true(hwloc_bitmap_isequal(pl.nodes, pl.mem_nodes));
+    assert_int_equal(pl.mpol, PLAN_MPOL_BIND);
+    assert_false(pl.degraded);
+    assert_null(find_env(&pl, "MALLOC_ARENA_MAX"));
+    plan_free(&pl);
+
+    /* smt = no: one PU per core */
+    const char *const sets[] = {"placement.smt=no", NULL};
+    profile_free(&p);
+    p = load_profile("mysql", sets);
+    pl = make_plan(&p, &t, NULL);
+    assert_int_equal(hwloc_bitmap_weight(pl.cpus), 8);
+    for (size_t c = 0; c < t.ncores; c++) {
+        hwloc_bitmap_t both = hwloc_bitmap_alloc();
+        hwloc_bitmap_and(both, t.cores[c], pl.cpus);
+        assert_true(hwloc_bitmap_weight(both) <= 1);
+        hwloc_bitmap_free(both);
+    }
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&t);
+}
+
+static void test_inherited_affinity_is_never_widened(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("synthetic:pack:2 numa:1 core:4 pu:2");
+    hwloc_bitmap_list_sscanf(t.binding, "9-10");
+    for (size_t i = 0; i < 4; i++) {
+        struct profile p = load_profile(shipped[i], NULL);
+        struct plan pl = make_plan(&p, &t, NULL);
+        hwloc_bitmap_t want = hwloc_bitmap_alloc();
+        hwloc_bitmap_list_sscanf(want, "9-10");
+        assert_true(hwloc_bitmap_isequal(pl.cpus, want));
+        assert_true(hwloc_bitmap_isset(pl.nodes, 1));
+        hwloc_bitmap_free(want);
+        plan_free(&pl);
+        profile_free(&p);
+    }
+    /* no overlap at all: no plan, and the message says why */
+    hwloc_bitmap_only(t.binding, 999);
+    struct profile p = load_profile("mysql", NULL);
+    struct plan pl;
+    struct err e;
+    struct plan_input in = {&p, &t, NULL};
+    assert_false(plan_build(&pl, &in, &e));
+    assert_non_null(strstr(e.msg, "inherited affinity"));
+    profile_free(&p);
+    topo_free(&t);
+}
+
+/*
+ * A hand-made machine no export has: node 1 has CPUs but no memory, node 2
+ * memory but no CPUs, memory sizes uneven, and node 3 much nearer to node 1
+ * than node 0 or 2 are.
+ */
+static struct topo odd_machine(void)
+{
+    static const unsigned dist[16] = {
+        10, 30, 25, 40, /* */
+        30, 10, 35, 12, /* */
+        25, 35, 10, 30, /* */
+        40, 12, 30, 10,
+    };
+    static const uint64_t mem[4] = {8 * GIB, 0, 16 * GIB, 2 * GIB};
+    static const char *const cpus[4] = {"0-3", "4-7", "", "8-11"};
+    struct topo t = {0};
+    t.source = TOPO_SYNTHETIC;
+    t.desc = strdup("odd machine");
+    t.nnodes = 4;
+    t.nodes = calloc(4, sizeof(*t.nodes));
+    t.cpus = hwloc_bitmap_alloc();
+    hwloc_bitmap_set_range(t.cpus, 0, 11);
+    t.offline = hwloc_bitmap_alloc();
+    t.binding = hwloc_bitmap_dup(t.cpus);
+    t.memory_known = true;
+    t.distance = malloc(sizeof(dist));
+    memcpy(t.distance, dist, sizeof(dist));
+    for (unsigned i = 0; i < 4; i++) {
+        t.nodes[i].os_index = i;
+        t.nodes[i].cpus = hwloc_bitmap_alloc();
+        if (*cpus[i])
+            hwloc_bitmap_list_sscanf(t.nodes[i].cpus, cpus[i]);
+        t.nodes[i].mem_total = t.nodes[i].mem_free = mem[i];
+        t.nodes[i].has_memory = mem[i] > 0;
+    }
+    t.ncores = 12;
+    t.cores = calloc(12, sizeof(hwloc_bitmap_t));
+    for (unsigned c = 0; c < 12; c++) {
+        t.cores[c] = hwloc_bitmap_alloc();
+        hwloc_bitmap_only(t.cores[c], c);
+    }
+    return t;
+}
+
+static void test_memoryless_node_gets_nearest_memory(void **state)
+{
+    (void)state;
+    struct topo t = odd_machine();
+    hwloc_bitmap_list_sscanf(t.binding, "4-7"); /* as if taskset put us on node 1 */
+    struct profile p = load_profile("mysql", NULL);
+    struct plan pl = make_plan(&p, &t, NULL);
+    assert_true(hwloc_bitmap_isset(pl.nodes, 1));
+    assert_int_equal(hwloc_bitmap_weight(pl.mem_nodes), 1);
+    assert_true(hwloc_bitmap_isset(pl.mem_nodes, 3)); /* distance 12, not node 0 or 2 */
+    check_invariants(&p, &t, &pl, "odd machine, mysql on node 1");
+    plan_free(&pl);
+    profile_free(&p);
+
+    /* free to choose: mysql takes a node with memory, and never node 2 for CPUs */
+    hwloc_bitmap_copy(t.binding, t.cpus);
+    p = load_profile("mysql", NULL);
+    pl = make_plan(&p, &t, NULL);
+    assert_false(hwloc_bitmap_isset(pl.nodes, 2));
+    check_invariants(&p, &t, &pl, "odd machine, mysql");
+    plan_free(&pl);
+    profile_free(&p);
+
+    /* nodes = 2 takes the closest pair, 1 and 3, though node 0 has more memory */
+    const char *const sets[] = {"placement.nodes=2", NULL};
+    p = load_profile("mysql", sets);
+    pl = make_plan(&p, &t, NULL);
+    hwloc_bitmap_t want = hwloc_bitmap_alloc();
+    hwloc_bitmap_list_sscanf(want, "1,3");
+    assert_true(hwloc_bitmap_isequal(pl.nodes, want));
+    hwloc_bitmap_only(want, 3); /* node 1's memory is node 3's too */
+    assert_true(hwloc_bitmap_isequal(pl.mem_nodes, want));
+    check_closest_pair(&t, &pl, "odd machine, nodes=2");
+    hwloc_bitmap_free(want);
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&t);
+}
+
+static void test_memory_auto(void **state)
+{
+    (void)state;
+    /* two nodes of 1 GiB each (hwloc's synthetic default) */
+    struct topo t = load_topo("synthetic:pack:2 numa:1 core:2 pu:1");
+    struct {
+        const char *size;
+        enum plan_mpol want;
+    } cases[] = {
+        {"placement.memory_size=512M", PLAN_MPOL_BIND},        /* fits with headroom */
+        {"placement.memory_size=900M", PLAN_MPOL_PREFERRED},   /* not with headroom */
+        {"placement.memory_size=1500M", PLAN_MPOL_INTERLEAVE}, /* more than a node */
+    };
+    for (size_t i = 0; i < 3; i++) {
+        const char *const sets[] = {"placement.memory=auto", cases[i].size, NULL};
+        struct profile p = load_profile("mysql", sets);
+        struct plan pl = make_plan(&p, &t, NULL);
+        if (pl.mpol != cases[i].want)
+            fail_msg("%s: got %s", cases[i].size, plan_mpol_name(pl.mpol));
+        if (pl.mpol == PLAN_MPOL_INTERLEAVE)
+            assert_int_equal(hwloc_bitmap_weight(pl.mem_nodes), 2);
+        else
+            assert_int_equal(hwloc_bitmap_weight(pl.mem_nodes), 1);
+        plan_free(&pl);
+        profile_free(&p);
+    }
+    /* unknown size: never a strict bind */
+    const char *const sets[] = {"placement.memory=auto", NULL};
+    struct profile p = load_profile("mysql", sets);
+    struct plan pl = make_plan(&p, &t, NULL);
+    assert_int_equal(pl.mpol, PLAN_MPOL_PREFERRED);
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&t);
+}
+
+static void test_derived_environment(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("synthetic:pack:2 numa:1 core:4 pu:2");
+    struct profile p = load_profile("java", NULL);
+    struct plan pl = make_plan(&p, &t, NULL);
+    const struct plan_step *s = find_env(&pl, "JAVA_TOOL_OPTIONS");
+    assert_non_null(s);
+    assert_non_null(strstr(s->u.env.value, "-XX:ActiveProcessorCount=8"));
+    assert_null(strstr(s->u.env.value, "UseNUMA")); /* one node bound */
+    assert_non_null(strstr(s->u.env.value, "-XX:MaxRAM=1024m"));
+    s = find_env(&pl, "MALLOC_ARENA_MAX");
+    assert_non_null(s);
+    assert_string_equal(s->u.env.value, "8");
+    plan_free(&pl);
+    profile_free(&p);
+
+    /* two nodes: UseNUMA; the user's options stay first and are not repeated */
+    const char *const sets[] = {"placement.nodes=2", NULL};
+    p = load_profile("java", sets);
+    char *env[] = {"JAVA_TOOL_OPTIONS=-Xss1m -XX:ActiveProcessorCount=3", "PATH=/bin", NULL};
+    pl = make_plan(&p, &t, env);
+    s = find_env(&pl, "JAVA_TOOL_OPTIONS");
+    assert_non_null(s);
+    assert_string_equal(s->u.env.value,
+                        "-Xss1m -XX:ActiveProcessorCount=3 -XX:+UseNUMA -XX:MaxRAM=2048m");
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&t);
+}
+
+static void test_env_substitution(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("synthetic:pack:2 numa:1 core:4 pu:2");
+    struct profile p = profile_text("[placement]\nnodes = 1\ncpus = 2\n[memory]\n"
+                                    "malloc_arena_max = 4\n[env]\n"
+                                    "W = ${ncpus} on ${cpus} of ${nnodes} node ${nodes}, "
+                                    "${node_mem}\nLITERAL = $HOME and $$\n");
+    struct plan pl = make_plan(&p, &t, NULL);
+    assert_string_equal(find_env(&pl, "W")->u.env.value, "2 on 0-1 of 1 node 0, 1024M");
+    assert_string_equal(find_env(&pl, "LITERAL")->u.env.value, "$HOME and $$");
+    assert_string_equal(find_env(&pl, "MALLOC_ARENA_MAX")->u.env.value, "4");
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&t);
+}
+
+static void test_impossible_asks_are_degraded(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("synthetic:pack:2 numa:1 core:2 pu:1");
+    const char *const many_nodes[] = {"placement.nodes=4", NULL};
+    const char *const many_cpus[] = {"placement.cpus=64", NULL};
+    const char *const fine[] = {"placement.nodes=2", NULL};
+    const char *const *cases[] = {many_nodes, many_cpus, fine};
+    for (size_t i = 0; i < 3; i++) {
+        struct profile p = load_profile("mysql", cases[i]);
+        struct plan pl = make_plan(&p, &t, NULL);
+        assert_int_equal(pl.degraded, i < 2);
+        bool warned = false;
+        for (size_t n = 0; n < pl.nnotes; n++)
+            warned |= pl.notes[n].level == NOTE_WARN;
+        assert_int_equal(warned, i < 2);
+        check_invariants(&p, &t, &pl, cases[i][0]);
+        plan_free(&pl);
+        profile_free(&p);
+    }
+    topo_free(&t);
+}
+
+static void test_thp_and_limit_steps(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("synthetic:pack:1 numa:1 core:2 pu:1");
+    const struct {
+        const char *name;
+        bool has_thp;
+        enum thp_mode mode;
+    } want[] = {{"mysql", true, THP_MADVISE}, {"redis", true, THP_NEVER},
+                {"nginx", false, THP_SYSTEM}, {"java", true, THP_MADVISE}};
+    for (size_t i = 0; i < 4; i++) {
+        struct profile p = load_profile(want[i].name, NULL);
+        struct plan pl = make_plan(&p, &t, NULL);
+        const struct plan_step *thp = NULL, *nofile = NULL;
+        for (size_t k = 0; k < pl.nsteps; k++) {
+            if (pl.steps[k].type == STEP_THP)
+                thp = &pl.steps[k];
+            if (pl.steps[k].type == STEP_RLIMIT && pl.steps[k].u.rlimit.resource == RLIMIT_NOFILE)
+                nofile = &pl.steps[k];
+        }
+        assert_int_equal(thp != NULL, want[i].has_thp);
+        if (thp)
+            assert_int_equal(thp->u.thp, want[i].mode);
+        assert_non_null(nofile);
+        assert_true(nofile->u.rlimit.soft >= 65535);
+        assert_non_null(strstr(nofile->why, "profiles/"));
+        plan_free(&pl);
+        profile_free(&p);
+    }
+    topo_free(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_profile_on_every_machine),
+        cmocka_unit_test(test_synthetic_shapes_up_to_thousands_of_pus),
+        cmocka_unit_test(test_mysql_on_two_socket_xeon),
+        cmocka_unit_test(test_inherited_affinity_is_never_widened),
+        cmocka_unit_test(test_memoryless_node_gets_nearest_memory),
+        cmocka_unit_test(test_memory_auto),
+        cmocka_unit_test(test_derived_environment),
+        cmocka_unit_test(test_env_substitution),
+        cmocka_unit_test(test_impossible_asks_are_degraded),
+        cmocka_unit_test(test_thp_and_limit_steps),
+    };
+    return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
+}
