@@ -136,8 +136,34 @@ static int parse_args(int argc, char **argv, struct options *o)
     o->level = LOG_NORMAL;
     o->sets = calloc((size_t)argc, sizeof(char *));
 
+    /*
+     * Options may sit before or after VERB and PROFILE, but not among the
+     * command's words: "+" stops getopt at each non-option, which we take
+     * as a positional and step over. A third positional means the command
+     * began without "--", and its own options must not be read as ours.
+     */
+    static const struct {
+        const char *name;
+        enum verb verb;
+    } verbs[] = {{"run", VERB_RUN}, {"plan", VERB_PLAN}, {"topo", VERB_TOPO},
+                 {"profiles", VERB_PROFILES}};
+    char *pos[3];
+    int npos = 0;
+    bool first_is_verb = false;
     int c;
-    while ((c = getopt_long(dashdash, argv, "vqhV", longopts, NULL)) != -1) {
+    optind = 1;
+    while (optind < dashdash) {
+        c = getopt_long(dashdash, argv, "+vqhV", longopts, NULL);
+        if (c == -1) {
+            if (optind >= dashdash)
+                break;
+            pos[npos++] = argv[optind++];
+            for (size_t i = 0; npos == 1 && i < sizeof(verbs) / sizeof(verbs[0]); i++)
+                first_is_verb |= strcmp(pos[0], verbs[i].name) == 0;
+            if (npos == 3 || (npos == 2 && !first_is_verb))
+                break;
+            continue;
+        }
         switch (c) {
         case 'f':
             o->profile_file = optarg;
@@ -171,27 +197,25 @@ static int parse_args(int argc, char **argv, struct options *o)
             return EXIT_TUNERUN;
         }
     }
-    char **pos = &argv[optind];
-    int npos = dashdash - optind;
-    static const struct {
-        const char *name;
-        enum verb verb;
-    } verbs[] = {{"run", VERB_RUN}, {"plan", VERB_PLAN}, {"topo", VERB_TOPO},
-                 {"profiles", VERB_PROFILES}};
     o->verb = VERB_RUN;
+    char **rest = pos;
     if (npos > 0)
         for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
             if (strcmp(pos[0], verbs[i].name) == 0) {
                 o->verb = verbs[i].verb;
-                pos++;
+                rest++;
                 npos--;
                 break;
             }
     if (o->verb == VERB_TOPO || o->verb == VERB_PROFILES) {
         if (npos > 0)
-            return usage_error("unexpected argument '%s'", pos[0]);
+            return usage_error("unexpected argument '%s'", rest[0]);
         if (o->command)
             return usage_error("%s takes no command", o->verb == VERB_TOPO ? "topo" : "profiles");
+        if (o->verb == VERB_PROFILES && (o->json || o->topology || o->nsets || o->strict))
+            return usage_error("%s", "profiles takes no options");
+        if (o->verb == VERB_TOPO && (o->nsets || o->strict || o->profile_file))
+            return usage_error("%s", "topo takes only --json and --topology");
         return -1;
     }
     if (npos > 1)
@@ -199,12 +223,12 @@ static int parse_args(int argc, char **argv, struct options *o)
                                ? "unexpected argument '%s' (one PROFILE only)"
                                : "expected '--' before the command '%s' (tunerun PROFILE -- "
                                  "COMMAND)",
-                           pos[1]);
+                           rest[1]);
     if (npos == 1 && o->profile_file)
-        return usage_error("give either PROFILE or --profile-file, not both ('%s')", pos[0]);
+        return usage_error("give either PROFILE or --profile-file, not both ('%s')", rest[0]);
     if (npos == 0 && !o->profile_file)
         return usage_error("%s", "missing PROFILE");
-    o->profile_name = npos == 1 ? pos[0] : NULL;
+    o->profile_name = npos == 1 ? rest[0] : NULL;
     if (o->verb == VERB_PLAN && o->command)
         return usage_error("%s", "plan takes no command; use 'tunerun run'");
     if (o->verb == VERB_RUN) {

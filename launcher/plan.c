@@ -491,8 +491,8 @@ static void choose_memory(struct ctx *c)
             pl->mpol = hwloc_bitmap_weight(pl->mem_nodes) > 1 ? PLAN_MPOL_PREFERRED_MANY
                                                               : PLAN_MPOL_PREFERRED;
             note(pl, NOTE_INFO,
-                 "memory auto -> %s %s: memory_size %.1f GiB exceeds %.1f GiB free; a strict "
-                 "bind would swap or OOM (MySQL's \"swap insanity\")",
+                 "memory auto -> %s %s: memory_size %.1f GiB plus headroom exceeds %.1f GiB "
+                 "free; a strict bind would swap or OOM (MySQL's \"swap insanity\")",
                  plan_mpol_name(pl->mpol), list, gib(want), gib(fr));
         } else {
             pl->mpol = PLAN_MPOL_INTERLEAVE;
@@ -810,6 +810,10 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
         choose_memory(&c);
         choose_cpus(&c);
     }
+    /* Said plainly until the registry of running services exists to act on them. */
+    if (in->profile->placement.navoid || in->profile->placement.exclusive)
+        note(pl, NOTE_INFO, "avoid/exclusive: recorded, but this version keeps no registry of "
+                            "running services, so they are not enforced");
     add_limit_steps(&c);
     add_placement_steps(&c);
     add_env_steps(&c, in->environ);

@@ -120,6 +120,8 @@ void report_plan_text(FILE *f, const struct profile *p, const struct topo *t,
 {
     char *cpus = list_of(pl->cpus), *nodes = list_of(pl->nodes), *mem = list_of(pl->mem_nodes);
     fprintf(f, "profile    %s (%s)\n", p->name, p->path);
+    if (p->description)
+        fprintf(f, "           %s\n", p->description);
     for (size_t i = 0; i + 1 < p->nfiles; i++)
         fprintf(f, "includes   %s\n", p->files[i + 1]);
     if (p->fears)
@@ -166,7 +168,9 @@ void report_plan_json(FILE *f, const struct profile *p, const struct topo *t,
         fprintf(f, "%s", i ? ", " : "");
         json_string(f, p->files[i]);
     }
-    fprintf(f, "],\n  \"fears\": ");
+    fprintf(f, "],\n  \"description\": ");
+    json_string(f, p->description);
+    fprintf(f, ",\n  \"fears\": ");
     json_string(f, p->fears);
     fprintf(f, ",\n  \"topology\": {\"source\": \"%s\", \"description\": ", source_name(t->source));
     json_string(f, t->desc);
