@@ -18,17 +18,16 @@ WERROR   ?= -Werror
 PKGS      = hwloc numa libcap inih
 DEPS_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 DEPS_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lhwloc -lnuma -lcap -linih)
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(CFLAGS) $(DEPS_CFLAGS) \
-             -DTUNERUN_VERSION='"$(VERSION)"' -DTUNERUN_DATADIR='"$(DATADIR)"'
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(CFLAGS) $(DEPS_CFLAGS)
 
 LIB_SRC  = launcher/parse.c launcher/log.c launcher/profile.c launcher/topo.c \
            launcher/plan.c launcher/apply.c launcher/report.c
 LIB_OBJ  = $(LIB_SRC:.c=.o)
-HDRS     = $(wildcard launcher/*.h)
+HDRS     = $(filter-out launcher/config.h,$(wildcard launcher/*.h))
 
 UNIT_TESTS = tests/test_parse tests/test_profile tests/test_topo tests/test_plan
 
-.PHONY: all deps test-deps demo test unit host-test bench install uninstall clean format
+.PHONY: all deps test-deps demo test unit host-test bench install uninstall clean format FORCE
 
 all: tunerun
 
@@ -40,6 +39,14 @@ test-deps:
 
 launcher/%.o: launcher/%.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+# Rewritten only when VERSION or DATADIR change, so `make install PREFIX=/usr`
+# after a plain `make` rebuilds main.o with the right profile directory.
+launcher/config.h: FORCE
+	@printf '#define TUNERUN_VERSION "%s"\n#define TUNERUN_DATADIR "%s"\n' '$(VERSION)' '$(DATADIR)' >$@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+
+launcher/main.o: launcher/config.h
 
 tunerun: launcher/main.o $(LIB_OBJ)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(DEPS_LIBS)
@@ -89,4 +96,4 @@ format:
 	clang-format -i launcher/*.c launcher/*.h tests/*.c
 
 clean:
-	rm -f tunerun launcher/*.o tests/probe $(UNIT_TESTS)
+	rm -f tunerun launcher/*.o launcher/config.h tests/probe $(UNIT_TESTS)

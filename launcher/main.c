@@ -27,12 +27,7 @@
 #include "report.h"
 #include "topo.h"
 
-#ifndef TUNERUN_VERSION
-#define TUNERUN_VERSION "0.1.0"
-#endif
-#ifndef TUNERUN_DATADIR
-#define TUNERUN_DATADIR "/usr/local/share/tunerun"
-#endif
+#include "config.h" /* TUNERUN_VERSION, TUNERUN_DATADIR: written by the Makefile */
 #define ADMIN_PROFILE_DIR "/etc/tunerun/profiles"
 
 #define EXIT_TUNERUN 125
