@@ -106,8 +106,9 @@ static void apply_rlimit(const struct plan_step *s, struct step_result *r)
     if (nr_open > 0 && want.rlim_max != RLIM_INFINITY && want.rlim_max > (rlim_t)nr_open)
         snprintf(why, sizeof(why), "it exceeds fs.nr_open (%ld)", nr_open);
     else if (error == EPERM && !have_cap(CAP_SYS_RESOURCE))
-        snprintf(why, sizeof(why), "raising a hard limit needs CAP_SYS_RESOURCE, which "
-                                   "this process lacks");
+        snprintf(why, sizeof(why),
+                 "raising a hard limit needs CAP_SYS_RESOURCE, which "
+                 "this process lacks");
     else
         snprintf(why, sizeof(why), "%s", strerror(error));
     struct rlimit fallback = old;
@@ -178,10 +179,8 @@ static unsigned long *nodemask_of(hwloc_const_bitmap_t nodes, unsigned long *max
 static void apply_mempolicy(const struct plan_step *s, struct step_result *r)
 {
     static const int kernel_mode[] = {
-        [PLAN_MPOL_LOCAL] = MPOL_LOCAL,
-        [PLAN_MPOL_BIND] = MPOL_BIND,
-        [PLAN_MPOL_PREFERRED] = MPOL_PREFERRED,
-        [PLAN_MPOL_PREFERRED_MANY] = MPOL_PREFERRED_MANY,
+        [PLAN_MPOL_LOCAL] = MPOL_LOCAL,           [PLAN_MPOL_BIND] = MPOL_BIND,
+        [PLAN_MPOL_PREFERRED] = MPOL_PREFERRED,   [PLAN_MPOL_PREFERRED_MANY] = MPOL_PREFERRED_MANY,
         [PLAN_MPOL_INTERLEAVE] = MPOL_INTERLEAVE,
     };
     enum plan_mpol mode = s->u.mempolicy.mode;
@@ -225,8 +224,7 @@ static void apply_mempolicy(const struct plan_step *s, struct step_result *r)
     } else {
         int error = errno;
         set(r, STEP_FAILED, error, "set_mempolicy(%s %s): %s%s", plan_mpol_name(mode), list,
-            strerror(error),
-            error == EINVAL ? " (nodes outside this process's cpuset mems?)" : "");
+            strerror(error), error == EINVAL ? " (nodes outside this process's cpuset mems?)" : "");
     }
     free(mask);
     free(list);

@@ -30,9 +30,9 @@
 #include "config.h" /* TUNERUN_VERSION, TUNERUN_DATADIR: written by the Makefile */
 #define ADMIN_PROFILE_DIR "/etc/tunerun/profiles"
 
-#define EXIT_TUNERUN 125
+#define EXIT_TUNERUN    125
 #define EXIT_CANNOT_RUN 126
-#define EXIT_NOT_FOUND 127
+#define EXIT_NOT_FOUND  127
 
 enum verb { VERB_RUN, VERB_PLAN, VERB_TOPO, VERB_PROFILES };
 
@@ -140,8 +140,8 @@ static int parse_args(int argc, char **argv, struct options *o)
     static const struct {
         const char *name;
         enum verb verb;
-    } verbs[] = {{"run", VERB_RUN}, {"plan", VERB_PLAN}, {"topo", VERB_TOPO},
-                 {"profiles", VERB_PROFILES}};
+    } verbs[] = {
+        {"run", VERB_RUN}, {"plan", VERB_PLAN}, {"topo", VERB_TOPO}, {"profiles", VERB_PROFILES}};
     char *pos[3];
     int npos = 0;
     bool first_is_verb = false;
@@ -314,10 +314,9 @@ static bool load_profile(const struct options *o, const struct profile_paths *pa
     } else {
         path = profile_find(o->profile_name, paths, NULL);
         if (path == NULL) {
-            err_set(e, "no profile '%s' in %s%s%s%s%s (see 'tunerun profiles')",
-                    o->profile_name, paths->dirs[0], paths->n > 1 ? ", " : "",
-                    paths->n > 1 ? paths->dirs[1] : "", paths->n > 2 ? ", " : "",
-                    paths->n > 2 ? paths->dirs[2] : "");
+            err_set(e, "no profile '%s' in %s%s%s%s%s (see 'tunerun profiles')", o->profile_name,
+                    paths->dirs[0], paths->n > 1 ? ", " : "", paths->n > 1 ? paths->dirs[1] : "",
+                    paths->n > 2 ? ", " : "", paths->n > 2 ? paths->dirs[2] : "");
             return false;
         }
     }
@@ -450,9 +449,7 @@ int main(int argc, char **argv)
 
     /* Until the profile names itself, messages carry the name it was asked by. */
     const char *slash = o.profile_file ? strrchr(o.profile_file, '/') : NULL;
-    char *asked = strdup(o.profile_name  ? o.profile_name
-                         : slash         ? slash + 1
-                                         : o.profile_file);
+    char *asked = strdup(o.profile_name ? o.profile_name : slash ? slash + 1 : o.profile_file);
     char *dot = strstr(asked, ".ini");
     if (dot && dot[4] == '\0')
         *dot = '\0';

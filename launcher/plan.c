@@ -150,9 +150,9 @@ struct ctx {
     const struct profile *p;
     const struct topo *t;
     struct plan *pl;
-    hwloc_bitmap_t cand;   /* candidate CPUs */
+    hwloc_bitmap_t cand;       /* candidate CPUs */
     hwloc_bitmap_t *node_cand; /* per node index: its candidate CPUs */
-    size_t *rank;          /* eligible node indexes, best first */
+    size_t *rank;              /* eligible node indexes, best first */
     size_t nrank;
 };
 
@@ -443,7 +443,8 @@ static void choose_memory(struct ctx *c)
             continue;
         hwloc_bitmap_set(pl->mem_nodes, t->nodes[m].os_index);
         if ((size_t)m != i)
-            note(pl, NOTE_INFO, "node %u has CPUs but no memory: its memory comes from node %u, "
+            note(pl, NOTE_INFO,
+                 "node %u has CPUs but no memory: its memory comes from node %u, "
                  "the nearest with memory (distance %u)",
                  t->nodes[i].os_index, t->nodes[m].os_index, topo_distance(t, i, (size_t)m));
     }
@@ -461,8 +462,8 @@ static void choose_memory(struct ctx *c)
         note(pl, NOTE_INFO, "memory bind %s: every page local, no remote NUMA access", list);
         break;
     case MEM_PREFERRED:
-        pl->mpol = hwloc_bitmap_weight(pl->mem_nodes) > 1 ? PLAN_MPOL_PREFERRED_MANY
-                                                          : PLAN_MPOL_PREFERRED;
+        pl->mpol =
+            hwloc_bitmap_weight(pl->mem_nodes) > 1 ? PLAN_MPOL_PREFERRED_MANY : PLAN_MPOL_PREFERRED;
         note(pl, NOTE_INFO, "memory preferred %s: local first, spill over instead of swapping",
              list);
         break;
@@ -540,8 +541,7 @@ static void add_limit_steps(struct ctx *c)
         if (!l->set)
             continue;
         char *at = origin_str(l->at);
-        struct plan_step *s =
-            add_step(c->pl, STEP_RLIMIT, xasprintf("%s (%s)", limit_fear(r), at));
+        struct plan_step *s = add_step(c->pl, STEP_RLIMIT, xasprintf("%s (%s)", limit_fear(r), at));
         free(at);
         s->u.rlimit.resource = r;
         s->u.rlimit.soft = l->soft;
@@ -549,13 +549,13 @@ static void add_limit_steps(struct ctx *c)
     }
     if (c->p->memory.oom_set) {
         char *at = origin_str(c->p->memory.oom_at);
-        struct plan_step *s = add_step(
-            c->pl, STEP_OOM_SCORE_ADJ,
-            xasprintf("%s (%s)",
-                      c->p->memory.oom_score_adj < 0
-                          ? "the OOM killer should pick something else first"
-                          : "this service should go first when memory runs out",
-                      at));
+        struct plan_step *s =
+            add_step(c->pl, STEP_OOM_SCORE_ADJ,
+                     xasprintf("%s (%s)",
+                               c->p->memory.oom_score_adj < 0
+                                   ? "the OOM killer should pick something else first"
+                                   : "this service should go first when memory runs out",
+                               at));
         free(at);
         s->u.oom_score_adj = c->p->memory.oom_score_adj;
     }
@@ -699,10 +699,9 @@ static void add_java_step(struct ctx *c, const char *base)
         if (user_sets(base, "-XX:ActiveProcessorCount="))
             note(pl, NOTE_INFO, "java: JAVA_TOOL_OPTIONS already sets ActiveProcessorCount; kept");
         else
-            APPEND("-XX:ActiveProcessorCount=%u",
-                   p->java.active_processor_count == JAVA_AUTO
-                       ? (unsigned)ncpus
-                       : p->java.active_processor_count_value);
+            APPEND("-XX:ActiveProcessorCount=%u", p->java.active_processor_count == JAVA_AUTO
+                                                      ? (unsigned)ncpus
+                                                      : p->java.active_processor_count_value);
     }
     if (p->java.use_numa != JAVA_OFF) {
         if (user_sets(base, "UseNUMA"))
@@ -710,7 +709,7 @@ static void add_java_step(struct ctx *c, const char *base)
         else if (p->java.use_numa == JAVA_VALUE || nmem > 1)
             APPEND("-XX:+UseNUMA");
         else
-            note(pl, NOTE_INFO, "java: no -XX:+UseNUMA, memory is on %s", 
+            note(pl, NOTE_INFO, "java: no -XX:+UseNUMA, memory is on %s",
                  nmem == 1 ? "a single node" : "the local node");
     }
     if (p->java.max_ram != JAVA_OFF) {
@@ -781,8 +780,9 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     hwloc_bitmap_and(c.cand, t->cpus, t->binding);
     if (hwloc_bitmap_iszero(c.cand)) {
         char *aff = list_of(t->binding), *all = list_of(t->cpus);
-        err_set(e, "no usable CPU: the inherited affinity (%s) and the allowed online CPUs (%s) "
-                   "do not overlap",
+        err_set(e,
+                "no usable CPU: the inherited affinity (%s) and the allowed online CPUs (%s) "
+                "do not overlap",
                 aff, all);
         free(aff);
         free(all);
@@ -812,8 +812,9 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     }
     /* Said plainly until the registry of running services exists to act on them. */
     if (in->profile->placement.navoid || in->profile->placement.exclusive)
-        note(pl, NOTE_INFO, "avoid/exclusive: recorded, but this version keeps no registry of "
-                            "running services, so they are not enforced");
+        note(pl, NOTE_INFO,
+             "avoid/exclusive: recorded, but this version keeps no registry of "
+             "running services, so they are not enforced");
     add_limit_steps(&c);
     add_placement_steps(&c);
     add_env_steps(&c, in->environ);

@@ -67,7 +67,7 @@ struct plan_note {
 };
 
 struct plan {
-    const char *profile; /* the profile's name; borrowed */
+    const char *profile;      /* the profile's name; borrowed */
     hwloc_bitmap_t cpus;      /* the service's CPUs */
     hwloc_bitmap_t nodes;     /* the nodes those CPUs live on (CPU homes) */
     hwloc_bitmap_t mem_nodes; /* the nodes its memory comes from */

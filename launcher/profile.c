@@ -37,21 +37,11 @@ static const struct {
     const char *name;
     int resource;
 } rlimits[] = {
-    {"as", RLIMIT_AS},
-    {"core", RLIMIT_CORE},
-    {"cpu", RLIMIT_CPU},
-    {"data", RLIMIT_DATA},
-    {"fsize", RLIMIT_FSIZE},
-    {"locks", RLIMIT_LOCKS},
-    {"memlock", RLIMIT_MEMLOCK},
-    {"msgqueue", RLIMIT_MSGQUEUE},
-    {"nice", RLIMIT_NICE},
-    {"nofile", RLIMIT_NOFILE},
-    {"nproc", RLIMIT_NPROC},
-    {"rss", RLIMIT_RSS},
-    {"rtprio", RLIMIT_RTPRIO},
-    {"rttime", RLIMIT_RTTIME},
-    {"sigpending", RLIMIT_SIGPENDING},
+    {"as", RLIMIT_AS},           {"core", RLIMIT_CORE},         {"cpu", RLIMIT_CPU},
+    {"data", RLIMIT_DATA},       {"fsize", RLIMIT_FSIZE},       {"locks", RLIMIT_LOCKS},
+    {"memlock", RLIMIT_MEMLOCK}, {"msgqueue", RLIMIT_MSGQUEUE}, {"nice", RLIMIT_NICE},
+    {"nofile", RLIMIT_NOFILE},   {"nproc", RLIMIT_NPROC},       {"rss", RLIMIT_RSS},
+    {"rtprio", RLIMIT_RTPRIO},   {"rttime", RLIMIT_RTTIME},     {"sigpending", RLIMIT_SIGPENDING},
     {"stack", RLIMIT_STACK},
 };
 
@@ -107,8 +97,8 @@ static char *xstrdup(const char *s)
     return d;
 }
 
-static void entries_add(struct entries *es, const char *section, const char *key,
-                        const char *value, struct origin at)
+static void entries_add(struct entries *es, const char *section, const char *key, const char *value,
+                        struct origin at)
 {
     if (es->n == es->cap) {
         es->cap = es->cap ? es->cap * 2 : 32;
@@ -140,8 +130,8 @@ static const char *intern_file(struct profile *p, const char *path)
 
 /* ---- reading one file with inih ---------------------------------------- */
 
-static const char *const sections[] = {"profile", "placement", "memory", "limits", "env", "java",
-                                       NULL};
+static const char *const sections[] = {"profile", "placement", "memory", "limits",
+                                       "env",     "java",      NULL};
 
 static bool known_section(const char *name, size_t len)
 {
@@ -333,9 +323,9 @@ static bool load_file(struct loader *L, const char *path, const char *text, stru
             st = (struct stat){0};
     }
     for (size_t i = 0; i < L->depth; i++) {
-        bool same = strcmp(L->stack[i].path, path) == 0 ||
-                    (st.st_ino != 0 && L->stack[i].ino == st.st_ino &&
-                     L->stack[i].dev == st.st_dev);
+        bool same =
+            strcmp(L->stack[i].path, path) == 0 ||
+            (st.st_ino != 0 && L->stack[i].ino == st.st_ino && L->stack[i].dev == st.st_dev);
         if (same) {
             err_set(e, "%s: include cycle: %s is already being loaded (via %s)", path, path,
                     L->stack[L->depth - 1].path);
@@ -358,8 +348,9 @@ static bool load_file(struct loader *L, const char *path, const char *text, stru
     bool ok = true;
     if (rd.bad_section && (bad == 0 || rd.bad_section <= bad) &&
         (rd.long_line == 0 || rd.bad_section < rd.long_line)) {
-        err_set(e, "%s:%d: unknown section [%s] (known: profile, placement, memory, limits, env, "
-                   "java)",
+        err_set(e,
+                "%s:%d: unknown section [%s] (known: profile, placement, memory, limits, env, "
+                "java)",
                 file, rd.bad_section, rd.bad_name);
         ok = false;
     } else if (rd.long_line && (bad == 0 || rd.long_line <= bad)) {
@@ -381,7 +372,8 @@ static bool load_file(struct loader *L, const char *path, const char *text, stru
         char *save = NULL;
         int line = 0;
         for (size_t k = 0; k < mine.n; k++)
-            if (strcmp(mine.v[k].section, "profile") == 0 && strcmp(mine.v[k].key, "include") == 0 &&
+            if (strcmp(mine.v[k].section, "profile") == 0 &&
+                strcmp(mine.v[k].key, "include") == 0 &&
                 strcmp(mine.v[k].value, c.includes[i]) == 0)
                 line = mine.v[k].at.line;
         for (char *tok = strtok_r(list, ",", &save); ok && tok; tok = strtok_r(NULL, ",", &save)) {
@@ -686,8 +678,8 @@ static bool set_java(enum java_mode *mode, unsigned *count, uint64_t *size, cons
 static bool set_java_apc(struct profile *p, const char *v, struct origin at, const char **why)
 {
     (void)at;
-    return set_java(&p->java.active_processor_count, &p->java.active_processor_count_value, NULL,
-                    v, why);
+    return set_java(&p->java.active_processor_count, &p->java.active_processor_count_value, NULL, v,
+                    why);
 }
 
 static bool set_java_numa(struct profile *p, const char *v, struct origin at, const char **why)
@@ -725,7 +717,6 @@ static const struct key_def {
     {"java", "use_numa", set_java_numa},
     {"java", "max_ram", set_java_max_ram},
 };
-
 
 static bool valid_env_name(const char *s)
 {

@@ -115,8 +115,8 @@ static void topo_summary(FILE *f, const struct topo *t)
     free(cpus);
 }
 
-void report_plan_text(FILE *f, const struct profile *p, const struct topo *t,
-                      const struct plan *pl, const struct step_result *results)
+void report_plan_text(FILE *f, const struct profile *p, const struct topo *t, const struct plan *pl,
+                      const struct step_result *results)
 {
     char *cpus = list_of(pl->cpus), *nodes = list_of(pl->nodes), *mem = list_of(pl->mem_nodes);
     fprintf(f, "profile    %s (%s)\n", p->name, p->path);
@@ -130,8 +130,8 @@ void report_plan_text(FILE *f, const struct profile *p, const struct topo *t,
     topo_summary(f, t);
     fprintf(f, "\nplacement  cpus %s (%d) on node%s %s; memory %s%s%s\n", cpus ? cpus : "",
             hwloc_bitmap_weight(pl->cpus), hwloc_bitmap_weight(pl->nodes) == 1 ? "" : "s",
-            nodes ? nodes : "", plan_mpol_name(pl->mpol),
-            pl->mpol == PLAN_MPOL_LOCAL ? "" : " ", pl->mpol == PLAN_MPOL_LOCAL ? "" : mem);
+            nodes ? nodes : "", plan_mpol_name(pl->mpol), pl->mpol == PLAN_MPOL_LOCAL ? "" : " ",
+            pl->mpol == PLAN_MPOL_LOCAL ? "" : mem);
     free(cpus);
     free(nodes);
     free(mem);
@@ -156,8 +156,8 @@ void report_plan_text(FILE *f, const struct profile *p, const struct topo *t,
                    "--strict would refuse it.\n");
 }
 
-void report_plan_json(FILE *f, const struct profile *p, const struct topo *t,
-                      const struct plan *pl, const struct step_result *results)
+void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, const struct plan *pl,
+                      const struct step_result *results)
 {
     fprintf(f, "{\n  \"profile\": ");
     json_string(f, p->name);
@@ -231,8 +231,7 @@ void report_topo_text(FILE *f, const struct topo *t)
         char kind[64];
         snprintf(kind, sizeof(kind), "%s%s%s%s", n->subtype,
                  *n->subtype && (hwloc_bitmap_iszero(n->cpus) || !n->has_memory) ? ", " : "",
-                 hwloc_bitmap_iszero(n->cpus) ? "CPU-less" : "",
-                 n->has_memory ? "" : "memoryless");
+                 hwloc_bitmap_iszero(n->cpus) ? "CPU-less" : "", n->has_memory ? "" : "memoryless");
         fprintf(f, "  %4u  %-16s %9.1f GiB %8.1f GiB  %s\n", n->os_index,
                 hwloc_bitmap_iszero(n->cpus) ? "-" : (c ? c : ""), n->mem_total / GIB,
                 n->mem_free / GIB, kind);

@@ -15,10 +15,10 @@
 #include "topo.h"
 
 /* results may be NULL: a plan not (yet) applied. */
-void report_plan_text(FILE *f, const struct profile *p, const struct topo *t,
-                      const struct plan *pl, const struct step_result *results);
-void report_plan_json(FILE *f, const struct profile *p, const struct topo *t,
-                      const struct plan *pl, const struct step_result *results);
+void report_plan_text(FILE *f, const struct profile *p, const struct topo *t, const struct plan *pl,
+                      const struct step_result *results);
+void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, const struct plan *pl,
+                      const struct step_result *results);
 
 void report_topo_text(FILE *f, const struct topo *t);
 void report_topo_json(FILE *f, const struct topo *t);

@@ -38,11 +38,11 @@ struct topo {
     hwloc_bitmap_t *cores; /* per core: its allowed online PUs */
     size_t ncores;
 
-    hwloc_bitmap_t cpus;     /* allowed and online PUs */
-    hwloc_bitmap_t offline;  /* PUs that exist but are offline */
-    hwloc_bitmap_t binding;  /* inherited affinity (the whole of cpus for XML/synthetic) */
-    unsigned *distance;      /* nnodes x nnodes relative latencies; NULL when unknown */
-    bool memory_known;       /* false when no node reports any memory (some XMLs) */
+    hwloc_bitmap_t cpus;    /* allowed and online PUs */
+    hwloc_bitmap_t offline; /* PUs that exist but are offline */
+    hwloc_bitmap_t binding; /* inherited affinity (the whole of cpus for XML/synthetic) */
+    unsigned *distance;     /* nnodes x nnodes relative latencies; NULL when unknown */
+    bool memory_known;      /* false when no node reports any memory (some XMLs) */
 };
 
 /*

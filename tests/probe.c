@@ -39,8 +39,9 @@ static void status_line(const char *key)
 
 static const char *mode_name(int mode)
 {
-    static const char *const names[] = {"default", "preferred", "bind", "interleave", "local",
-                                        "preferred-many", "weighted-interleave"};
+    static const char *const names[] = {
+        "default",        "preferred",          "bind", "interleave", "local",
+        "preferred-many", "weighted-interleave"};
     mode &= 0xff;
     return mode >= 0 && mode < 7 ? names[mode] : "unknown";
 }
@@ -68,7 +69,7 @@ static void limit(const char *name)
     static const struct {
         const char *name;
         int res;
-    } map[] = {{"nofile", RLIMIT_NOFILE}, {"nproc", RLIMIT_NPROC}, {"core", RLIMIT_CORE},
+    } map[] = {{"nofile", RLIMIT_NOFILE},   {"nproc", RLIMIT_NPROC}, {"core", RLIMIT_CORE},
                {"memlock", RLIMIT_MEMLOCK}, {"stack", RLIMIT_STACK}, {"as", RLIMIT_AS}};
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
         if (strcmp(map[i].name, name) != 0)

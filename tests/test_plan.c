@@ -492,8 +492,10 @@ static void test_thp_and_limit_steps(void **state)
         const char *name;
         bool has_thp;
         enum thp_mode mode;
-    } want[] = {{"mysql", true, THP_MADVISE}, {"redis", true, THP_NEVER},
-                {"nginx", false, THP_SYSTEM}, {"java", true, THP_MADVISE}};
+    } want[] = {{"mysql", true, THP_MADVISE},
+                {"redis", true, THP_NEVER},
+                {"nginx", false, THP_SYSTEM},
+                {"java", true, THP_MADVISE}};
     for (size_t i = 0; i < 4; i++) {
         struct profile p = load_profile(want[i].name, NULL);
         struct plan pl = make_plan(&p, &t, NULL);

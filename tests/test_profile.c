@@ -181,10 +181,12 @@ static void test_errors_name_file_and_line(void **state)
 static void test_include_overrides(void **state)
 {
     (void)state;
-    write_file("inc", "base.ini", "[placement]\nnodes = 2\nmemory = interleave\n"
-                                  "[limits]\nnofile = 100\n[env]\nA = base\nB = base\n");
-    const char *top = write_file("inc", "top.ini", "[placement]\nnodes = 1\n"
-                                                   "[profile]\ninclude = base\n[env]\nB = top\n");
+    write_file("inc", "base.ini",
+               "[placement]\nnodes = 2\nmemory = interleave\n"
+               "[limits]\nnofile = 100\n[env]\nA = base\nB = base\n");
+    const char *top = write_file("inc", "top.ini",
+                                 "[placement]\nnodes = 1\n"
+                                 "[profile]\ninclude = base\n[env]\nB = top\n");
     struct profile_paths ps = paths_in("inc", NULL);
     struct profile p;
     struct err e;
@@ -207,8 +209,8 @@ static void test_include_same_name_extends_next(void **state)
     (void)state;
     /* /etc/tunerun/profiles/mysql.ini says include = mysql to extend the shipped one */
     write_file("shipped", "mysql.ini", "[placement]\nnodes = 1\nmemory = bind\n");
-    const char *admin =
-        write_file("admin", "mysql.ini", "[profile]\ninclude = mysql\n[placement]\nmemory = auto\n");
+    const char *admin = write_file("admin", "mysql.ini",
+                                   "[profile]\ninclude = mysql\n[placement]\nmemory = auto\n");
     struct profile_paths ps = paths_in("admin", "shipped");
     struct profile p;
     struct err e;

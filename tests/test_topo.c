@@ -55,7 +55,8 @@ static void test_every_xml_is_consistent(void **state)
             fail_msg("%s: some allowed PU has no home node", *f);
         assert_false(hwloc_bitmap_intersects(t.cpus, t.offline));
         assert_true(hwloc_bitmap_isequal(t.binding, t.cpus));
-        /* some exports carry odd matrices (8ia64: a node farther from itself); only check presence */
+        /* some exports carry odd matrices (8ia64: a node farther from itself); only check presence
+         */
         for (size_t a = 0; t.distance && a < t.nnodes * t.nnodes; a++)
             assert_true(t.distance[a] > 0);
         hwloc_bitmap_free(seen);
