@@ -394,23 +394,6 @@ static void choose_cpus(struct ctx *c)
         if (hwloc_bitmap_weight(pl->cpus) < (int)want) /* rounding left some out */
             take_compact(t, pool, want, pl->cpus);
     }
-    if (p->placement.cpus == CPUS_ALL) {
-        /* The CPUs decide the nodes they live on; memory stays where it was chosen. */
-        hwloc_bitmap_t chosen = hwloc_bitmap_dup(pl->nodes);
-        hwloc_bitmap_zero(pl->nodes);
-        for (size_t i = 0; i < t->nnodes; i++)
-            if (hwloc_bitmap_intersects(t->nodes[i].cpus, pl->cpus))
-                hwloc_bitmap_set(pl->nodes, t->nodes[i].os_index);
-        if (!hwloc_bitmap_isequal(chosen, pl->nodes) && pl->mpol != PLAN_MPOL_LOCAL) {
-            char *mem = list_of(pl->mem_nodes);
-            note(pl, NOTE_INFO,
-                 "cpus = all spreads CPUs beyond the memory nodes (%s): threads elsewhere "
-                 "reach their memory remotely",
-                 mem);
-            free(mem);
-        }
-        hwloc_bitmap_free(chosen);
-    }
     char *list = list_of(pl->cpus);
     note(pl, NOTE_INFO, "cpus %s (%d)%s", list, hwloc_bitmap_weight(pl->cpus),
          p->placement.smt ? "" : ": one PU per core (smt = no)");
@@ -512,6 +495,45 @@ static void choose_memory(struct ctx *c)
     }
     }
     free(list);
+}
+
+/*
+ * The nodes a plan names are the nodes its CPUs live on. A count smaller
+ * than the chosen nodes hold may leave some of them without a CPU: those
+ * are dropped before memory is chosen, so nothing binds memory to a node
+ * the service does not run on. With cpus = all the CPUs may spread beyond
+ * the chosen nodes, while memory stays on the ones chosen.
+ */
+static void settle_nodes(struct ctx *c)
+{
+    const struct topo *t = c->t;
+    struct plan *pl = c->pl;
+    hwloc_bitmap_t cpu_nodes = hwloc_bitmap_alloc();
+    for (size_t i = 0; i < t->nnodes; i++)
+        if (hwloc_bitmap_intersects(t->nodes[i].cpus, pl->cpus))
+            hwloc_bitmap_set(cpu_nodes, t->nodes[i].os_index);
+    bool same = hwloc_bitmap_isequal(cpu_nodes, pl->nodes);
+    if (c->p->placement.cpus != CPUS_ALL) {
+        if (!same) {
+            char *list = list_of(cpu_nodes);
+            note(pl, NOTE_INFO, "nodes %s: only these hold the CPUs asked for", list);
+            free(list);
+        }
+        hwloc_bitmap_copy(pl->nodes, cpu_nodes);
+        choose_memory(c);
+    } else {
+        choose_memory(c);
+        hwloc_bitmap_copy(pl->nodes, cpu_nodes);
+        if (!same && pl->mpol != PLAN_MPOL_LOCAL) {
+            char *mem = list_of(pl->mem_nodes);
+            note(pl, NOTE_INFO,
+                 "cpus = all spreads CPUs beyond the memory nodes (%s): threads elsewhere "
+                 "reach their memory remotely",
+                 mem);
+            free(mem);
+        }
+    }
+    hwloc_bitmap_free(cpu_nodes);
 }
 
 /* ---- phase 5: steps ------------------------------------------------------- */
@@ -758,7 +780,13 @@ static void add_env_steps(struct ctx *c, char *const *environ)
     bool java = p->java.active_processor_count != JAVA_OFF || p->java.use_numa != JAVA_OFF ||
                 p->java.max_ram != JAVA_OFF;
     if (java) {
-        add_java_step(c, java_from_profile ? java_from_profile : java_base);
+        /* the caller's options first, then the profile's, then the derived ones */
+        char *base = java_from_profile && java_base && *java_base
+                         ? xasprintf("%s %s", java_base, java_from_profile)
+                         : xasprintf("%s", java_from_profile ? java_from_profile
+                                                             : java_base ? java_base : "");
+        add_java_step(c, base);
+        free(base);
     } else if (java_from_profile) {
         add_env(c->pl, "JAVA_TOOL_OPTIONS", xasprintf("%s", java_from_profile),
                 xasprintf("profile environment"));
@@ -807,8 +835,8 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
         note(pl, NOTE_WARN, "no NUMA node owns the candidate CPUs; placing by CPUs only");
     } else {
         choose_nodes(&c);
-        choose_memory(&c);
         choose_cpus(&c);
+        settle_nodes(&c);
     }
     /* Said plainly until the registry of running services exists to act on them. */
     if (in->profile->placement.navoid || in->profile->placement.exclusive)

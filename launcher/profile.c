@@ -658,8 +658,8 @@ static bool set_java(enum java_mode *mode, unsigned *count, uint64_t *size, cons
         }
         *count = (unsigned)n;
     } else if (size) {
-        if (!parse_size(v, size) || *size == 0) {
-            *why = why_buf("'%s' is not auto, off or a size like 8G", v);
+        if (!parse_size(v, size) || *size < (1 << 20)) {
+            *why = why_buf("'%s' is not auto, off or a size of at least 1M, like 8G", v);
             return false;
         }
     } else {
@@ -893,12 +893,14 @@ static bool load_common(struct profile *p, const char *path, const char *text,
     for (size_t i = 0; ok && i < all.n; i++)
         ok = apply_entry(p, &all.v[i], e);
     entries_free(&all);
-    if (ok) {
-        p->path = xstrdup(path);
-        if (p->name == NULL)
-            p->name = name_from_path(path);
+    if (!ok) {
+        profile_free(p);
+        return false;
     }
-    return ok;
+    p->path = xstrdup(path);
+    if (p->name == NULL)
+        p->name = name_from_path(path);
+    return true;
 }
 
 bool profile_load(struct profile *p, const char *path, const struct profile_paths *paths,

@@ -20,6 +20,22 @@ static char *list_of(hwloc_const_bitmap_t set)
     return s;
 }
 
+/* Length of the valid UTF-8 sequence at p, or 0 (overlong and surrogate forms included). */
+static size_t utf8_len(const unsigned char *p)
+{
+    size_t n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
+    if (n == 0 || (p[0] >= 0xf8))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    if ((n == 3 && p[0] == 0xe0 && p[1] < 0xa0) || (n == 3 && p[0] == 0xed && p[1] >= 0xa0) ||
+        (n == 4 && p[0] == 0xf0 && p[1] < 0x90) || (n == 4 && p[0] == 0xf4 && p[1] >= 0x90))
+        return 0;
+    return n;
+}
+
+/* A JSON string: escaped, and valid UTF-8 whatever a profile or path held. */
 void json_string(FILE *f, const char *s)
 {
     fputc('"', f);
@@ -41,10 +57,19 @@ void json_string(FILE *f, const char *s)
             fputs("\\r", f);
             break;
         default:
-            if (*p < 0x20)
+            if (*p < 0x20) {
                 fprintf(f, "\\u%04x", *p);
-            else
+            } else if (*p < 0x80) {
                 fputc(*p, f);
+            } else {
+                size_t n = utf8_len(p);
+                if (n == 0) {
+                    fputs("\\ufffd", f); /* not UTF-8: replaced, as JSON requires */
+                } else {
+                    fwrite(p, 1, n, f);
+                    p += n - 1;
+                }
+            }
         }
     }
     fputc('"', f);

@@ -165,6 +165,9 @@ static void test_errors_name_file_and_line(void **state)
     m = load_error("[env]\nMALLOC_ARENA_MAX = 2\n");
     assert_non_null(strstr(m, "malloc_arena_max"));
 
+    m = load_error("[java]\nmax_ram = 100K\n");
+    assert_non_null(strstr(m, "bad.ini:2: java.max_ram: '100K' is not auto, off or a size"));
+
     m = load_error("[placement]\ncpus = 150%\n");
     assert_non_null(strstr(m, "bad.ini:2: placement.cpus"));
 
