@@ -267,8 +267,8 @@ static bool load_file(struct loader *L, const char *path, const char *text, stru
                       struct err *e);
 
 /*
- * Resolve an include value. A name is looked up along the search path,
- * skipping the including file itself: that is how an admin's
+ * Resolve an include value. A name is looked up in the including file's
+ * directory, then along the search path, skipping the including file itself: that is how an admin's
  * /etc/tunerun/profiles/mysql.ini says `include = mysql` to extend the
  * shipped mysql profile. A value with a '/' is a path, relative to the
  * including file's directory.
@@ -287,16 +287,23 @@ static char *resolve_include(struct loader *L, const char *name, const char *fro
     }
     struct stat self;
     bool have_self = stat(from, &self) == 0;
-    for (size_t i = 0; i < L->paths->n; i++) {
+    /* the including file's own directory first, then the search path */
+    char *dirbuf = xstrdup(from);
+    const char *own_dir = dirname(dirbuf);
+    for (size_t i = 0; i <= L->paths->n; i++) {
+        const char *dir = i == 0 ? own_dir : L->paths->dirs[i - 1];
         char *cand = NULL;
         struct stat st;
-        if (asprintf(&cand, "%s/%s.ini", L->paths->dirs[i], name) < 0)
-            return NULL;
+        if (asprintf(&cand, "%s/%s.ini", dir, name) < 0)
+            break;
         if (stat(cand, &st) == 0 &&
-            !(have_self && st.st_dev == self.st_dev && st.st_ino == self.st_ino))
+            !(have_self && st.st_dev == self.st_dev && st.st_ino == self.st_ino)) {
+            free(dirbuf);
             return cand;
+        }
         free(cand);
     }
+    free(dirbuf);
     return NULL;
 }
 

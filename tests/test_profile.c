@@ -237,6 +237,14 @@ static void test_include_cycle_and_missing(void **state)
     assert_non_null(strstr(e.msg, "include cycle"));
     assert_non_null(strstr(e.msg, "c.ini:2"));
 
+    /* a bare name is found next to the including file, even off the search path */
+    write_file("side", "base.ini", "[placement]\nnodes = 3\n");
+    const char *side = write_file("side", "top.ini", "[profile]\ninclude = base\n");
+    if (!profile_load(&p, side, &ps, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(p.placement.nodes, 3);
+    profile_free(&p);
+
     const char *m = write_file("cyc", "m.ini", "[profile]\ninclude = nosuch\n");
     assert_false(profile_load(&p, m, &ps, &e));
     assert_non_null(strstr(e.msg, "m.ini:2: profile.include: no profile 'nosuch' found"));
