@@ -5,6 +5,7 @@
  * itself and then become the service.
  */
 #include "apply.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -62,14 +63,6 @@ static bool have_cap(cap_value_t cap)
     return v == CAP_SET;
 }
 
-static void fmt_rlim(char *buf, size_t n, rlim_t v)
-{
-    if (v == RLIM_INFINITY)
-        snprintf(buf, n, "unlimited");
-    else
-        snprintf(buf, n, "%llu", (unsigned long long)v);
-}
-
 static long read_long_file(const char *path)
 {
     FILE *f = fopen(path, "re");
@@ -87,14 +80,14 @@ static void apply_rlimit(const struct plan_step *s, struct step_result *r)
     int res = s->u.rlimit.resource;
     struct rlimit old, want = {s->u.rlimit.soft, s->u.rlimit.hard};
     char ws[24], wh[24], os[24], oh[24];
-    fmt_rlim(ws, sizeof(ws), want.rlim_cur);
-    fmt_rlim(wh, sizeof(wh), want.rlim_max);
+    rlim_str(ws, sizeof(ws), want.rlim_cur);
+    rlim_str(wh, sizeof(wh), want.rlim_max);
     if (getrlimit(res, &old) < 0) {
         set(r, STEP_FAILED, errno, "cannot read the current limit: %s", strerror(errno));
         return;
     }
-    fmt_rlim(os, sizeof(os), old.rlim_cur);
-    fmt_rlim(oh, sizeof(oh), old.rlim_max);
+    rlim_str(os, sizeof(os), old.rlim_cur);
+    rlim_str(oh, sizeof(oh), old.rlim_max);
     if (setrlimit(res, &want) == 0) {
         set(r, STEP_OK, 0, "%s:%s (was %s:%s)", ws, wh, os, oh);
         return;
@@ -117,7 +110,7 @@ static void apply_rlimit(const struct plan_step *s, struct step_result *r)
         (want.rlim_cur == RLIM_INFINITY || want.rlim_cur > old.rlim_max))
         fallback.rlim_cur = old.rlim_max;
     char fs[24], unit_name[16];
-    fmt_rlim(fs, sizeof(fs), fallback.rlim_cur);
+    rlim_str(fs, sizeof(fs), fallback.rlim_cur);
     const char *name = rlimit_name(res);
     for (size_t i = 0; i < sizeof(unit_name); i++)
         if ((unit_name[i] = (char)toupper((unsigned char)name[i])) == '\0')

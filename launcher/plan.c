@@ -16,6 +16,7 @@
  *      (MALLOC_ARENA_MAX and the JVM's options derived from the placement).
  */
 #include "plan.h"
+#include "util.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,43 +25,6 @@
 
 #define MIB (1024ULL * 1024ULL)
 #define GIB (1024ULL * MIB)
-
-static void *xrealloc(void *p, size_t n)
-{
-    void *q = realloc(p, n);
-    if (q == NULL) {
-        perror("tunerun: out of memory");
-        exit(125);
-    }
-    return q;
-}
-
-static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *xasprintf(const char *fmt, ...)
-{
-    va_list ap;
-    char *s;
-    va_start(ap, fmt);
-    int r = vasprintf(&s, fmt, ap);
-    va_end(ap);
-    if (r < 0) {
-        perror("tunerun: out of memory");
-        exit(125);
-    }
-    return s;
-}
-
-static char *list_of(hwloc_const_bitmap_t set)
-{
-    char *s = NULL;
-    if (hwloc_bitmap_iszero(set))
-        return xasprintf("none");
-    if (hwloc_bitmap_list_asprintf(&s, set) < 0) {
-        perror("tunerun: out of memory");
-        exit(125);
-    }
-    return s;
-}
 
 static void note(struct plan *pl, enum note_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -280,7 +244,7 @@ static void choose_nodes(struct ctx *c)
             note(pl, NOTE_INFO, "node %u: most free memory (%.1f GiB) of %zu candidate nodes",
                  t->nodes[n].os_index, gib(free_for(t, n)), c->nrank);
     } else if (want > 1) {
-        char *list = list_of(pl->nodes);
+        char *list = bitmap_list(pl->nodes);
         note(pl, NOTE_INFO, "nodes %s: the closest group of %zu%s", list, want,
              t->distance ? " by the distance matrix" : " (no distance matrix: by free memory)");
         free(list);
@@ -394,7 +358,7 @@ static void choose_cpus(struct ctx *c)
         if (hwloc_bitmap_weight(pl->cpus) < (int)want) /* rounding left some out */
             take_compact(t, pool, want, pl->cpus);
     }
-    char *list = list_of(pl->cpus);
+    char *list = bitmap_list(pl->cpus);
     note(pl, NOTE_INFO, "cpus %s (%d)%s", list, hwloc_bitmap_weight(pl->cpus),
          p->placement.smt ? "" : ": one PU per core (smt = no)");
     free(list);
@@ -433,7 +397,7 @@ static void choose_memory(struct ctx *c)
     }
 
     enum mem_mode mode = p->placement.memory;
-    char *list = list_of(pl->mem_nodes);
+    char *list = bitmap_list(pl->mem_nodes);
     switch (mode) {
     case MEM_LOCAL:
         /* mem_nodes still says where first touch lands, for ${node_mem} and the JVM */
@@ -484,7 +448,7 @@ static void choose_memory(struct ctx *c)
             for (size_t i = 0; i < t->nnodes; i++)
                 if (t->nodes[i].has_memory)
                     hwloc_bitmap_set(pl->mem_nodes, t->nodes[i].os_index);
-            char *all = list_of(pl->mem_nodes);
+            char *all = bitmap_list(pl->mem_nodes);
             note(pl, NOTE_INFO,
                  "memory auto -> interleave %s: memory_size %.1f GiB is more than the chosen "
                  "nodes hold (%.1f GiB), so spread it evenly",
@@ -515,7 +479,7 @@ static void settle_nodes(struct ctx *c)
     bool same = hwloc_bitmap_isequal(cpu_nodes, pl->nodes);
     if (c->p->placement.cpus != CPUS_ALL) {
         if (!same) {
-            char *list = list_of(cpu_nodes);
+            char *list = bitmap_list(cpu_nodes);
             note(pl, NOTE_INFO, "nodes %s: only these hold the CPUs asked for", list);
             free(list);
         }
@@ -525,7 +489,7 @@ static void settle_nodes(struct ctx *c)
         choose_memory(c);
         hwloc_bitmap_copy(pl->nodes, cpu_nodes);
         if (!same && pl->mpol != PLAN_MPOL_LOCAL) {
-            char *mem = list_of(pl->mem_nodes);
+            char *mem = bitmap_list(pl->mem_nodes);
             note(pl, NOTE_INFO,
                  "cpus = all spreads CPUs beyond the memory nodes (%s): threads elsewhere "
                  "reach their memory remotely",
@@ -634,11 +598,11 @@ static char *expand(const struct ctx *c, const char *v)
         if (v[0] == '$' && v[1] == '{' && (close = strchr(v, '}'))) {
             size_t n = (size_t)(close - v - 2);
             if (n == 4 && strncmp(v + 2, "cpus", 4) == 0)
-                val = list_of(pl->cpus);
+                val = bitmap_list(pl->cpus);
             else if (n == 5 && strncmp(v + 2, "ncpus", 5) == 0)
                 val = xasprintf("%d", hwloc_bitmap_weight(pl->cpus));
             else if (n == 5 && strncmp(v + 2, "nodes", 5) == 0)
-                val = list_of(pl->nodes);
+                val = bitmap_list(pl->nodes);
             else if (n == 6 && strncmp(v + 2, "nnodes", 6) == 0)
                 val = xasprintf("%d", hwloc_bitmap_weight(pl->nodes));
             else if (n == 8 && strncmp(v + 2, "node_mem", 8) == 0)
@@ -784,7 +748,8 @@ static void add_env_steps(struct ctx *c, char *const *environ)
         char *base = java_from_profile && java_base && *java_base
                          ? xasprintf("%s %s", java_base, java_from_profile)
                          : xasprintf("%s", java_from_profile ? java_from_profile
-                                                             : java_base ? java_base : "");
+                                           : java_base       ? java_base
+                                                             : "");
         add_java_step(c, base);
         free(base);
     } else if (java_from_profile) {
@@ -807,7 +772,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     c.cand = hwloc_bitmap_alloc();
     hwloc_bitmap_and(c.cand, t->cpus, t->binding);
     if (hwloc_bitmap_iszero(c.cand)) {
-        char *aff = list_of(t->binding), *all = list_of(t->cpus);
+        char *aff = bitmap_list(t->binding), *all = bitmap_list(t->cpus);
         err_set(e,
                 "no usable CPU: the inherited affinity (%s) and the allowed online CPUs (%s) "
                 "do not overlap",
@@ -819,7 +784,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
         return false;
     }
     if (!hwloc_bitmap_isequal(c.cand, t->cpus)) {
-        char *aff = list_of(c.cand);
+        char *aff = bitmap_list(c.cand);
         note(pl, NOTE_INFO, "inherited affinity limits the candidates to CPUs %s", aff);
         free(aff);
     }

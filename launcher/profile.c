@@ -14,6 +14,7 @@
  */
 #include "profile.h"
 #include "parse.h"
+#include "util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -76,26 +77,6 @@ struct entries {
     struct entry *v;
     size_t n, cap;
 };
-
-static void *xrealloc(void *p, size_t n)
-{
-    void *q = realloc(p, n);
-    if (q == NULL) {
-        perror("tunerun: out of memory");
-        exit(125);
-    }
-    return q;
-}
-
-static char *xstrdup(const char *s)
-{
-    char *d = strdup(s);
-    if (d == NULL) {
-        perror("tunerun: out of memory");
-        exit(125);
-    }
-    return d;
-}
 
 static void entries_add(struct entries *es, const char *section, const char *key, const char *value,
                         struct origin at)

@@ -5,20 +5,13 @@
  * and none of our libraries (hwloc, libnuma, libcap, inih) writes JSON.
  */
 #include "report.h"
+#include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define MIB (1024.0 * 1024.0)
 #define GIB (1024.0 * MIB)
-
-static char *list_of(hwloc_const_bitmap_t set)
-{
-    char *s = NULL;
-    if (hwloc_bitmap_list_asprintf(&s, set) < 0)
-        return NULL;
-    return s;
-}
 
 /* Length of the valid UTF-8 sequence at p, or 0 (overlong and surrogate forms included). */
 static size_t utf8_len(const unsigned char *p)
@@ -75,9 +68,10 @@ void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* A set in hwloc's list format; "" for an empty set in JSON. */
 static void json_list(FILE *f, hwloc_const_bitmap_t set)
 {
-    char *s = list_of(set);
+    char *s = hwloc_bitmap_iszero(set) ? NULL : bitmap_list(set);
     json_string(f, s ? s : "");
     free(s);
 }
@@ -88,35 +82,27 @@ static const char *source_name(enum topo_source s)
     return names[s];
 }
 
-static void fmt_rlim(char *buf, size_t n, rlim_t v)
-{
-    if (v == RLIM_INFINITY)
-        snprintf(buf, n, "unlimited");
-    else
-        snprintf(buf, n, "%llu", (unsigned long long)v);
-}
-
 void report_step_value(const struct plan_step *s, char *buf, size_t n)
 {
     char a[24], b[24], *list = NULL;
     switch (s->type) {
     case STEP_RLIMIT:
-        fmt_rlim(a, sizeof(a), s->u.rlimit.soft);
-        fmt_rlim(b, sizeof(b), s->u.rlimit.hard);
+        rlim_str(a, sizeof(a), s->u.rlimit.soft);
+        rlim_str(b, sizeof(b), s->u.rlimit.hard);
         snprintf(buf, n, "%s:%s", a, b);
         break;
     case STEP_OOM_SCORE_ADJ:
         snprintf(buf, n, "%d", s->u.oom_score_adj);
         break;
     case STEP_MEMPOLICY:
-        list = list_of(s->u.mempolicy.nodes);
+        list = bitmap_list(s->u.mempolicy.nodes);
         if (s->u.mempolicy.mode == PLAN_MPOL_LOCAL)
             snprintf(buf, n, "local");
         else
             snprintf(buf, n, "%s %s", plan_mpol_name(s->u.mempolicy.mode), list ? list : "");
         break;
     case STEP_AFFINITY:
-        list = list_of(s->u.cpus);
+        list = bitmap_list(s->u.cpus);
         snprintf(buf, n, "cpus %s", list ? list : "");
         break;
     case STEP_THP:
@@ -131,7 +117,7 @@ void report_step_value(const struct plan_step *s, char *buf, size_t n)
 
 static void topo_summary(FILE *f, const struct topo *t)
 {
-    char *cpus = list_of(t->cpus);
+    char *cpus = bitmap_list(t->cpus);
     size_t homes = 0;
     for (size_t i = 0; i < t->nnodes; i++)
         homes += !hwloc_bitmap_iszero(t->nodes[i].cpus);
@@ -143,7 +129,8 @@ static void topo_summary(FILE *f, const struct topo *t)
 void report_plan_text(FILE *f, const struct profile *p, const struct topo *t, const struct plan *pl,
                       const struct step_result *results)
 {
-    char *cpus = list_of(pl->cpus), *nodes = list_of(pl->nodes), *mem = list_of(pl->mem_nodes);
+    char *cpus = bitmap_list(pl->cpus), *nodes = bitmap_list(pl->nodes),
+         *mem = bitmap_list(pl->mem_nodes);
     fprintf(f, "profile    %s (%s)\n", p->name, p->path);
     if (p->description)
         fprintf(f, "           %s\n", p->description);
@@ -242,7 +229,7 @@ void report_topo_text(FILE *f, const struct topo *t)
 {
     fprintf(f, "topology   ");
     topo_summary(f, t);
-    char *aff = list_of(t->binding), *off = list_of(t->offline);
+    char *aff = bitmap_list(t->binding), *off = bitmap_list(t->offline);
     fprintf(f, "\naffinity   %s (inherited)\n", aff ? aff : "");
     if (!hwloc_bitmap_iszero(t->offline))
         fprintf(f, "offline    %s\n", off ? off : "");
@@ -252,7 +239,7 @@ void report_topo_text(FILE *f, const struct topo *t)
     fprintf(f, "  node  %-16s %12s %12s  %s\n", "cpus", "memory", "free", "kind");
     for (size_t i = 0; i < t->nnodes; i++) {
         const struct topo_node *n = &t->nodes[i];
-        char *c = list_of(n->cpus);
+        char *c = bitmap_list(n->cpus);
         char kind[64];
         snprintf(kind, sizeof(kind), "%s%s%s%s", n->subtype,
                  *n->subtype && (hwloc_bitmap_iszero(n->cpus) || !n->has_memory) ? ", " : "",

@@ -14,6 +14,7 @@
  * is home to no PU is CPU-less and never a CPU home for the planner.
  */
 #include "topo.h"
+#include "util.h"
 
 #include <errno.h>
 #include <hwloc.h>
@@ -37,16 +38,6 @@ static const struct {
     {"HWLOC_COMPONENTS", "-x86"},
 };
 #define NLOAD_ENV (sizeof(load_env) / sizeof(load_env[0]))
-
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size);
-    if (p == NULL) {
-        perror("tunerun: out of memory");
-        exit(125);
-    }
-    return p;
-}
 
 int topo_node_index(const struct topo *t, unsigned os_index)
 {

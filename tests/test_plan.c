@@ -217,8 +217,7 @@ static void test_synthetic_shapes_up_to_thousands_of_pus(void **state)
 {
     (void)state;
     static const char *const shapes[] = {
-        "synthetic:pu:1",
-        "synthetic:pack:2 numa:1 core:8 pu:2",
+        "synthetic:pu:1", "synthetic:pack:2 numa:1 core:8 pu:2",
         "synthetic:pack:4 numa:2 core:16 pu:2",
         "synthetic:pack:16 numa:4 core:32 pu:2", /* 4096 PUs */
     };

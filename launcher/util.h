@@ -1,0 +1,25 @@
+/*
+ * util.h - the few helpers every module needs, written once.
+ *
+ * Allocation failures end tunerun with status 125: a launcher that cannot
+ * allocate a few bytes cannot place anything, and must not exec half-done.
+ */
+#ifndef TUNERUN_UTIL_H
+#define TUNERUN_UTIL_H
+
+#include <hwloc/bitmap.h>
+#include <stddef.h>
+#include <sys/resource.h>
+
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* "0-3,8" (hwloc's list format), or "none" for an empty set; caller frees. */
+char *bitmap_list(hwloc_const_bitmap_t set);
+
+/* An rlimit value as text: a number or "unlimited". */
+void rlim_str(char *buf, size_t n, rlim_t v);
+
+#endif
