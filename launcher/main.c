@@ -277,12 +277,10 @@ static int list_profiles(const struct profile_paths *paths)
     printf("%-12s %-20s %s\n", "NAME", "SOURCE", "PATH");
     int found = 0;
     for (size_t i = 0; i < paths->n; i++) {
-        DIR *d = opendir(paths->dirs[i]);
-        if (d == NULL)
-            continue;
         struct dirent **names;
-        closedir(d);
         int n = scandir(paths->dirs[i], &names, NULL, alphasort);
+        if (n < 0)
+            continue; /* a directory that does not exist holds no profiles */
         for (int k = 0; k < n; k++) {
             size_t len = strlen(names[k]->d_name);
             if (len > 4 && strcmp(names[k]->d_name + len - 4, ".ini") == 0) {

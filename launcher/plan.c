@@ -31,12 +31,8 @@ static void note(struct plan *pl, enum note_level level, const char *fmt, ...)
 static void note(struct plan *pl, enum note_level level, const char *fmt, ...)
 {
     va_list ap;
-    char *s;
     va_start(ap, fmt);
-    if (vasprintf(&s, fmt, ap) < 0) {
-        perror("tunerun: out of memory");
-        exit(125);
-    }
+    char *s = xvasprintf(fmt, ap);
     va_end(ap);
     pl->notes = xrealloc(pl->notes, (pl->nnotes + 1) * sizeof(*pl->notes));
     pl->notes[pl->nnotes++] = (struct plan_note){level, s};

@@ -114,6 +114,12 @@ static const char *intern_file(struct profile *p, const char *path)
 static const char *const sections[] = {"profile", "placement", "memory", "limits",
                                        "env",     "java",      NULL};
 
+static void unknown_section(struct err *e, const char *file, int line, const char *name)
+{
+    err_set(e, "%s:%d: unknown section [%s] (known: profile, placement, memory, limits, env, java)",
+            file, line, name);
+}
+
 static bool known_section(const char *name, size_t len)
 {
     for (size_t i = 0; sections[i]; i++)
@@ -336,10 +342,7 @@ static bool load_file(struct loader *L, const char *path, const char *text, stru
     bool ok = true;
     if (rd.bad_section && (bad == 0 || rd.bad_section <= bad) &&
         (rd.long_line == 0 || rd.bad_section < rd.long_line)) {
-        err_set(e,
-                "%s:%d: unknown section [%s] (known: profile, placement, memory, limits, env, "
-                "java)",
-                file, rd.bad_section, rd.bad_name);
+        unknown_section(e, file, rd.bad_section, rd.bad_name);
         ok = false;
     } else if (rd.long_line && (bad == 0 || rd.long_line <= bad)) {
         err_set(e, "%s:%d: line too long (at most %d characters)", file, rd.long_line,
@@ -810,10 +813,7 @@ static bool apply_entry(struct profile *p, const struct entry *en, struct err *e
     const char *why = NULL;
     if (!known_section(en->section, strlen(en->section))) {
         if (en->at.line > 0)
-            err_set(e,
-                    "%s:%d: unknown section [%s] (known: profile, placement, memory, limits, "
-                    "env, java)",
-                    en->at.file, en->at.line, en->section);
+            unknown_section(e, en->at.file, en->at.line, en->section);
         else
             err_set(e, "--set %s.%s: unknown section '%s'", en->section, en->key, en->section);
         return false;

@@ -38,15 +38,20 @@ char *xstrdup(const char *s)
     return d;
 }
 
+char *xvasprintf(const char *fmt, va_list ap)
+{
+    char *s;
+    if (vasprintf(&s, fmt, ap) < 0)
+        out_of_memory();
+    return s;
+}
+
 char *xasprintf(const char *fmt, ...)
 {
     va_list ap;
-    char *s;
     va_start(ap, fmt);
-    int r = vasprintf(&s, fmt, ap);
+    char *s = xvasprintf(fmt, ap);
     va_end(ap);
-    if (r < 0)
-        out_of_memory();
     return s;
 }
 

@@ -8,6 +8,7 @@
 #define TUNERUN_UTIL_H
 
 #include <hwloc/bitmap.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <sys/resource.h>
 
@@ -15,6 +16,7 @@ void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /* "0-3,8" (hwloc's list format), or "none" for an empty set; caller frees. */
 char *bitmap_list(hwloc_const_bitmap_t set);
