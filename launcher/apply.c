@@ -65,14 +65,11 @@ static bool have_cap(cap_value_t cap)
 
 static long read_long_file(const char *path)
 {
-    FILE *f = fopen(path, "re");
-    long v = -1;
-    if (f) {
-        if (fscanf(f, "%ld", &v) != 1)
-            v = -1;
-        fclose(f);
-    }
-    return v;
+    char buf[64], *end;
+    if (!read_line_file(path, buf, sizeof(buf)))
+        return -1;
+    long v = strtol(buf, &end, 10);
+    return end == buf ? -1 : v;
 }
 
 static void apply_rlimit(const struct plan_step *s, struct step_result *r)
@@ -264,12 +261,8 @@ const char *apply_thp_bracketed(const char *text, char *buf, size_t n)
 static const char *global_thp_mode(char *buf, size_t n)
 {
     char text[128];
-    FILE *f = fopen(THP_ENABLED_PATH, "re");
-    if (f == NULL)
+    if (!read_line_file(THP_ENABLED_PATH, text, sizeof(text)))
         return NULL;
-    size_t got = fread(text, 1, sizeof(text) - 1, f);
-    fclose(f);
-    text[got] = '\0';
     return apply_thp_bracketed(text, buf, n);
 }
 

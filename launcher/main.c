@@ -25,6 +25,7 @@
 #include "plan.h"
 #include "profile.h"
 #include "report.h"
+#include "state.h"
 #include "topo.h"
 
 #include "config.h" /* TUNERUN_VERSION, TUNERUN_DATADIR: written by the Makefile */
@@ -44,6 +45,7 @@ struct options {
     const char **sets;
     size_t nsets;
     const char *topology;
+    const char *state_dir;
     bool strict;
     bool json;
     enum log_level level;
@@ -56,7 +58,7 @@ static void usage(FILE *out)
           " tunerun [options] PROFILE -- COMMAND [ARG...]\n"
           " tunerun run [options] PROFILE -- COMMAND [ARG...]\n"
           " tunerun plan [options] PROFILE\n"
-          " tunerun topo [--json] [--topology SRC]\n"
+          " tunerun topo [--json] [--topology SRC] [--state-dir DIR]\n"
           " tunerun profiles\n"
           "\n"
           "Place a service on this machine's CPUs and NUMA memory the way its workload\n"
@@ -75,6 +77,9 @@ static void usage(FILE *out)
           "     --strict               refuse to execute unless every step applies (exit 125)\n"
           "     --topology SRC         plan for an hwloc XML file or synthetic:DESC\n"
           "                            (plan and topo only; run refuses it)\n"
+          "     --state-dir DIR        where launches keep shared state (the topology\n"
+          "                            cache); default /run/tunerun for root,\n"
+          "                            $XDG_RUNTIME_DIR/tunerun for others\n"
           "     --json                 machine-readable output (plan, topo)\n"
           " -v, --verbose              print every decision and applied step\n"
           " -q, --quiet                print errors only\n"
@@ -113,6 +118,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"set", required_argument, NULL, 's'},
         {"strict", no_argument, NULL, 'S'},
         {"topology", required_argument, NULL, 't'},
+        {"state-dir", required_argument, NULL, 'D'},
         {"json", no_argument, NULL, 'j'},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
@@ -172,6 +178,11 @@ static int parse_args(int argc, char **argv, struct options *o)
         case 't':
             o->topology = optarg;
             break;
+        case 'D':
+            if (*optarg == '\0')
+                return usage_error("%s", "--state-dir needs a directory");
+            o->state_dir = optarg;
+            break;
         case 'j':
             o->json = true;
             break;
@@ -210,7 +221,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         if (o->verb == VERB_PROFILES && (o->json || o->topology || o->nsets || o->strict))
             return usage_error("%s", "profiles takes no options");
         if (o->verb == VERB_TOPO && (o->nsets || o->strict || o->profile_file))
-            return usage_error("%s", "topo takes only --json and --topology");
+            return usage_error("%s", "topo takes only --json, --topology and --state-dir");
         return -1;
     }
     if (npos > 1)
@@ -409,6 +420,37 @@ static int show_plan(const struct options *o, struct profile *p, struct topo *t)
     return status;
 }
 
+/*
+ * This machine's topology, through the cache in the state directory. A
+ * default state directory that cannot be had only costs the cache; one that
+ * someone else could write is named in a warning and left alone. A
+ * --state-dir that cannot be used is an error: it was asked for.
+ */
+static bool load_topology(const struct options *o, struct topo *t)
+{
+    struct err e;
+    struct state_dir sd = {-1, NULL};
+    if (o->topology == NULL) {
+        enum state_status st = state_dir_open(&sd, o->state_dir, &e);
+        if (st != STATE_OK && o->state_dir) {
+            log_error("--state-dir: %s", e.msg);
+            state_dir_close(&sd);
+            return false;
+        }
+        if (st == STATE_UNSAFE)
+            log_warn("%s; the topology is discovered without a cache", e.msg);
+        else if (st == STATE_UNAVAILABLE)
+            log_info("%s", e.msg);
+    }
+    bool ok = topo_load(t, o->topology, sd.fd >= 0 ? &sd : NULL, &e);
+    state_dir_close(&sd);
+    if (!ok)
+        log_error("%s", e.msg);
+    else if (t->cache_note)
+        log_info("%s", t->cache_note);
+    return ok;
+}
+
 int main(int argc, char **argv)
 {
     struct options o = {0};
@@ -431,8 +473,7 @@ int main(int argc, char **argv)
         goto out;
     }
     if (o.verb == VERB_TOPO) {
-        if (!topo_load(&t, o.topology, &e)) {
-            log_error("%s", e.msg);
+        if (!load_topology(&o, &t)) {
             status = EXIT_TUNERUN;
             goto out;
         }
@@ -461,8 +502,7 @@ int main(int argc, char **argv)
         status = EXIT_TUNERUN;
         goto out;
     }
-    if (!topo_load(&t, o.topology, &e)) {
-        log_error("%s", e.msg);
+    if (!load_topology(&o, &t)) {
         profile_free(&p);
         status = EXIT_TUNERUN;
         goto out;

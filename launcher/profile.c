@@ -192,7 +192,7 @@ static int on_entry(void *user, const char *section, const char *key, const char
 
 static bool read_text(const char *path, char **text, struct err *e)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0) {
         err_set(e, "cannot open profile %s: %s", path, strerror(errno));
         return false;
@@ -203,28 +203,18 @@ static bool read_text(const char *path, char **text, struct err *e)
         close(fd);
         return false;
     }
-    if (st.st_size > PROFILE_MAX_BYTES) {
-        err_set(e, "%s: %lld bytes is too large for a profile (limit %d)", path,
-                (long long)st.st_size, PROFILE_MAX_BYTES);
-        close(fd);
+    char *buf;
+    size_t got;
+    int error = read_fd_text(fd, PROFILE_MAX_BYTES, &buf, &got);
+    close(fd);
+    if (error == EFBIG) {
+        err_set(e, "%s: too large for a profile (limit %d bytes)", path, PROFILE_MAX_BYTES);
         return false;
     }
-    char *buf = xrealloc(NULL, (size_t)st.st_size + 1);
-    size_t got = 0;
-    while (got < (size_t)st.st_size) {
-        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            err_set(e, "%s: read failed: %s", path, r < 0 ? strerror(errno) : "short read");
-            free(buf);
-            close(fd);
-            return false;
-        }
-        got += (size_t)r;
+    if (error) {
+        err_set(e, "%s: read failed: %s", path, strerror(error));
+        return false;
     }
-    buf[got] = '\0';
-    close(fd);
     if (strlen(buf) != got) {
         err_set(e, "%s: contains a NUL byte; not a text profile", path);
         free(buf);

@@ -82,6 +82,12 @@ static const char *source_name(enum topo_source s)
     return names[s];
 }
 
+static const char *cache_name(enum topo_cache c)
+{
+    static const char *const names[] = {"off", "hit", "written", "failed"};
+    return names[c];
+}
+
 void report_step_value(const struct plan_step *s, char *buf, size_t n)
 {
     char a[24], b[24], *list = NULL;
@@ -186,6 +192,7 @@ void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, co
     json_string(f, p->fears);
     fprintf(f, ",\n  \"topology\": {\"source\": \"%s\", \"description\": ", source_name(t->source));
     json_string(f, t->desc);
+    fprintf(f, ", \"cache\": \"%s\"", cache_name(t->cache));
     fprintf(f, ", \"nodes\": %zu, \"cpus\": ", t->nnodes);
     json_list(f, t->cpus);
     fprintf(f, ", \"inherited_affinity\": ");
@@ -235,7 +242,11 @@ void report_topo_text(FILE *f, const struct topo *t)
         fprintf(f, "offline    %s\n", off ? off : "");
     free(aff);
     free(off);
-    fprintf(f, "cores      %zu\n\n", t->ncores);
+    fprintf(f, "cores      %zu\n", t->ncores);
+    if (t->source == TOPO_HOST)
+        fprintf(f, "cache      %s%s%s\n", cache_name(t->cache), t->cache_note ? ": " : "",
+                t->cache_note ? t->cache_note : "");
+    fputc('\n', f);
     fprintf(f, "  node  %-16s %12s %12s  %s\n", "cpus", "memory", "free", "kind");
     for (size_t i = 0; i < t->nnodes; i++) {
         const struct topo_node *n = &t->nodes[i];
@@ -267,6 +278,8 @@ void report_topo_json(FILE *f, const struct topo *t)
 {
     fprintf(f, "{\n  \"source\": \"%s\",\n  \"description\": ", source_name(t->source));
     json_string(f, t->desc);
+    fprintf(f, ",\n  \"cache\": \"%s\",\n  \"cache_note\": ", cache_name(t->cache));
+    json_string(f, t->cache_note);
     fprintf(f, ",\n  \"cpus\": ");
     json_list(f, t->cpus);
     fprintf(f, ",\n  \"offline\": ");

@@ -12,17 +12,38 @@
  * nodes. Each PU gets exactly one home: the covering node with the smallest
  * cpuset, preferring ordinary DRAM, then the lowest os index. A node that
  * is home to no PU is CPU-less and never a CPU home for the planner.
+ *
+ * The topology cache. Even filtered, discovering this machine reads a few
+ * files per CPU from sysfs (hwloc 2.9 reads every CPU's caches whatever the
+ * filters say) and parses /proc/cpuinfo: about half a millisecond on two
+ * CPUs, tens on hundreds. Importing hwloc's own XML export of the same
+ * discovery takes a fraction of that and no sysfs reads. So the host is
+ * discovered once, with disallowed CPUs and nodes included, and exported to
+ * topology.xml in the state directory. The file starts with a key made of
+ * what can change the machine under a running kernel (boot id, online and
+ * possible CPUs, online nodes and which have CPUs or memory, the hwloc
+ * version): any difference and the machine is discovered again. What
+ * differs per process is never cached: hwloc reads this process's allowed
+ * CPUs and nodes (its cgroup cpuset) afresh, tunerun its affinity, and
+ * libnuma every node's memory. A discovery that cannot be cached is still
+ * imported from its XML export, so a plan never depends on whether a cache
+ * was there.
  */
 #include "topo.h"
+#include "state.h"
 #include "util.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <fcntl.h>
 #include <hwloc.h>
 #include <numa.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 /*
  * What tunerun sets in its own environment for the load, and puts back
@@ -73,75 +94,259 @@ static bool better_home(hwloc_obj_t a, hwloc_obj_t b)
     return a->os_index < b->os_index;
 }
 
-static bool configure(hwloc_topology_t topo, const char *spec, struct topo *t, struct err *e)
-{
-    unsigned long flags = HWLOC_TOPOLOGY_FLAG_DONT_CHANGE_BINDING |
-                          HWLOC_TOPOLOGY_FLAG_NO_MEMATTRS | HWLOC_TOPOLOGY_FLAG_NO_CPUKINDS;
-    /*
-     * Only what the planner reads: nodes, cores, PUs, and what carries a NUMA
-     * node's locality. On Linux hwloc takes a node's CPUs from sysfs and
-     * makes a group where no other object matches them, so caches need not
-     * be read at all (half the sysfs opens of a load). An XML export hangs a
-     * node below the object its CPUs are local to (an SNC cluster's L3, a
-     * memory-side cache); removing that object would widen the node's
-     * cpuset to its parent's, so there caches stay where they add structure.
-     */
-    hwloc_topology_set_all_types_filter(topo, spec == NULL ? HWLOC_TYPE_FILTER_KEEP_NONE
-                                                           : HWLOC_TYPE_FILTER_KEEP_STRUCTURE);
-    hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
-    hwloc_topology_set_type_filter(topo, HWLOC_OBJ_MISC, HWLOC_TYPE_FILTER_KEEP_NONE);
-    hwloc_topology_set_icache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
-    hwloc_topology_set_type_filter(topo, HWLOC_OBJ_GROUP, HWLOC_TYPE_FILTER_KEEP_STRUCTURE);
-    hwloc_topology_set_type_filter(topo, HWLOC_OBJ_CORE, HWLOC_TYPE_FILTER_KEEP_ALL);
+/*
+ * Disallowed CPUs and nodes (outside the cgroup cpuset) stay in the
+ * topology, and topo_load() leaves them out itself: hwloc would otherwise
+ * count a removed CPU in the complete cpuset, as if it were offline, and
+ * the cache must hold the whole machine anyway.
+ */
+#define BASE_FLAGS                                                                                 \
+    (HWLOC_TOPOLOGY_FLAG_DONT_CHANGE_BINDING | HWLOC_TOPOLOGY_FLAG_NO_MEMATTRS |                   \
+     HWLOC_TOPOLOGY_FLAG_NO_CPUKINDS | HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED)
 
-    if (spec == NULL) {
-        t->source = TOPO_HOST;
-        t->desc = strdup("this machine");
-    } else if (strncmp(spec, "synthetic:", 10) == 0) {
-        t->source = TOPO_SYNTHETIC;
-        t->desc = strdup(spec);
-        if (hwloc_topology_set_synthetic(topo, spec + 10) < 0) {
-            err_set(e, "--topology %s: not a valid hwloc synthetic description", spec);
-            return false;
-        }
-    } else {
-        t->source = TOPO_XML;
-        t->desc = strdup(spec);
-        if (hwloc_topology_set_xml(topo, spec) < 0) {
-            err_set(e, "--topology %s: cannot load hwloc XML: %s", spec, strerror(errno));
-            return false;
-        }
+/*
+ * Only what the planner reads: nodes, cores, PUs, and what carries a NUMA
+ * node's locality. On Linux hwloc takes a node's CPUs from sysfs and makes a
+ * group where no other object matches them, so the host needs no cache
+ * objects. An XML export from elsewhere hangs a node below the object its
+ * CPUs are local to (an SNC cluster's L3, a memory-side cache); removing that
+ * object would widen the node's cpuset to its parent's, so there caches stay
+ * where they add structure.
+ */
+static bool new_topology(hwloc_topology_t *topo, bool host, unsigned long flags, struct err *e)
+{
+    if (hwloc_topology_init(topo) < 0) {
+        err_set(e, "hwloc_topology_init failed: %s", strerror(errno));
+        return false;
     }
-    if (hwloc_topology_set_flags(topo, flags) < 0) {
+    hwloc_topology_set_all_types_filter(*topo, host ? HWLOC_TYPE_FILTER_KEEP_NONE
+                                                    : HWLOC_TYPE_FILTER_KEEP_STRUCTURE);
+    hwloc_topology_set_io_types_filter(*topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+    hwloc_topology_set_type_filter(*topo, HWLOC_OBJ_MISC, HWLOC_TYPE_FILTER_KEEP_NONE);
+    hwloc_topology_set_icache_types_filter(*topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+    hwloc_topology_set_type_filter(*topo, HWLOC_OBJ_GROUP, HWLOC_TYPE_FILTER_KEEP_STRUCTURE);
+    hwloc_topology_set_type_filter(*topo, HWLOC_OBJ_CORE, HWLOC_TYPE_FILTER_KEEP_ALL);
+    if (hwloc_topology_set_flags(*topo, flags) < 0) {
         err_set(e, "hwloc refused topology flags: %s", strerror(errno));
+        hwloc_topology_destroy(*topo);
         return false;
     }
     return true;
+}
+
+/* An XML file or a synthetic description: for plan, topo and tests. */
+static hwloc_topology_t load_spec(const char *spec, struct topo *t, struct err *e)
+{
+    hwloc_topology_t topo;
+    bool synthetic = strncmp(spec, "synthetic:", 10) == 0;
+    t->source = synthetic ? TOPO_SYNTHETIC : TOPO_XML;
+    t->desc = xstrdup(spec);
+    if (!new_topology(&topo, false, BASE_FLAGS, e))
+        return NULL;
+    if (synthetic && hwloc_topology_set_synthetic(topo, spec + 10) < 0)
+        err_set(e, "--topology %s: not a valid hwloc synthetic description", spec);
+    else if (!synthetic && hwloc_topology_set_xml(topo, spec) < 0)
+        err_set(e, "--topology %s: cannot load hwloc XML: %s", spec, strerror(errno));
+    else if (hwloc_topology_load(topo) < 0)
+        err_set(e, "cannot load the topology from %s: %s", spec, strerror(errno));
+    else
+        return topo;
+    hwloc_topology_destroy(topo);
+    return NULL;
+}
+
+/* What can change the machine under a running kernel; the cache's key. */
+static const char *const key_files[] = {
+    "/proc/sys/kernel/random/boot_id", /* first: without it there is no cache */
+    "/sys/devices/system/cpu/possible",
+    "/sys/devices/system/cpu/online",  /* hotplug, SMT switched off */
+    "/sys/devices/system/node/online", /* memory hotplug can add a node */
+    "/sys/devices/system/node/has_cpu",
+    "/sys/devices/system/node/has_memory",
+};
+#define NKEY_FILES (sizeof(key_files) / sizeof(key_files[0]))
+#define CACHE_NAME "topology.xml"
+#define CACHE_MAX  (64 << 20) /* an XML export of 4096 PUs is well under 4 MiB */
+
+/* Add to what -v says about the cache. */
+static void cache_note(struct topo *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void cache_note(struct topo *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *note = xvasprintf(fmt, ap);
+    va_end(ap);
+    if (t->cache_note) {
+        char *both = xasprintf("%s; %s", t->cache_note, note);
+        free(note);
+        note = both;
+    }
+    free(t->cache_note);
+    t->cache_note = note;
+}
+
+/* The key a cache must have been written under; NULL when there is no boot id. */
+static char *cache_key(void)
+{
+    char *key = xasprintf("tunerun topology cache 1, hwloc %#x\n", hwloc_get_api_version());
+    for (size_t i = 0; i < NKEY_FILES; i++) {
+        char v[8192];
+        if (!read_line_file(key_files[i], v, sizeof(v))) {
+            if (i == 0) {
+                free(key);
+                return NULL;
+            }
+            strcpy(v, "-");
+        }
+        char *k = xasprintf("%s%s %s\n", key, key_files[i], v);
+        free(key);
+        key = k;
+    }
+    return key;
+}
+
+/* The cached XML (NUL-terminated) when written under `key`, else NULL. */
+static char *cache_read(struct topo *t, const struct state_dir *sd, const char *key, size_t *len)
+{
+    struct err e;
+    int fd = state_open_read(sd, CACHE_NAME, &e);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            cache_note(t, "no topology cache in %s yet", sd->path);
+        else
+            cache_note(t, "%s", e.msg);
+        return NULL;
+    }
+    char *text;
+    size_t n, klen = strlen(key);
+    int error = read_fd_text(fd, CACHE_MAX, &text, &n);
+    close(fd);
+    if (error) {
+        cache_note(t, "cannot read %s/%s: %s", sd->path, CACHE_NAME, strerror(error));
+        return NULL;
+    }
+    if (n < klen || memcmp(text, key, klen) != 0) {
+        cache_note(t, "%s/%s was written for another boot or CPU/node set", sd->path, CACHE_NAME);
+        free(text);
+        return NULL;
+    }
+    memmove(text, text + klen, n - klen + 1);
+    *len = n - klen;
+    return text;
 }
 
 /*
- * Our HWLOC_COMPONENTS already overrides HWLOC_XMLFILE and HWLOC_SYNTHETIC,
- * but HWLOC_FSROOT (a copied sysfs) still makes the Linux backend describe
- * another machine; hwloc then says it is not this system.
+ * This machine from an XML export of it. hwloc still asks the kernel for
+ * this process's allowed CPUs and nodes.
  */
-static bool check_this_system(hwloc_topology_t topo, struct err *e)
+static hwloc_topology_t import_host(const char *xml, size_t len, struct err *e)
 {
-    if (!hwloc_topology_is_thissystem(topo)) {
-        err_set(e, "hwloc describes another machine (HWLOC_FSROOT or HWLOC_THISSYSTEM is set "
-                   "in the environment); unset it to launch here");
-        return false;
+    hwloc_topology_t topo;
+    unsigned long flags = BASE_FLAGS | HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM |
+                          HWLOC_TOPOLOGY_FLAG_THISSYSTEM_ALLOWED_RESOURCES;
+    if (len >= INT_MAX) {
+        err_set(e, "topology XML too large");
+        return NULL;
     }
-    return true;
+    if (!new_topology(&topo, true, flags, e))
+        return NULL;
+    if (hwloc_topology_set_xmlbuffer(topo, xml, (int)len + 1) < 0 ||
+        hwloc_topology_load(topo) < 0) {
+        err_set(e, "hwloc cannot import it: %s", strerror(errno));
+        hwloc_topology_destroy(topo);
+        return NULL;
+    }
+    return topo;
 }
 
+static hwloc_topology_t discover_host(struct err *e)
+{
+    hwloc_topology_t topo;
+    if (!new_topology(&topo, true, BASE_FLAGS, e))
+        return NULL;
+    if (hwloc_topology_load(topo) < 0) {
+        err_set(e, "cannot discover this machine's topology: %s", strerror(errno));
+    } else if (!hwloc_topology_is_thissystem(topo)) {
+        /* HWLOC_FSROOT (a copied sysfs) makes the Linux backend describe another machine. */
+        err_set(e, "hwloc describes another machine (HWLOC_FSROOT or HWLOC_THISSYSTEM is set "
+                   "in the environment); unset it to launch here");
+    } else {
+        return topo;
+    }
+    hwloc_topology_destroy(topo);
+    return NULL;
+}
+
+static hwloc_topology_t load_host(struct topo *t, const struct state_dir *sd, struct err *e)
+{
+    t->source = TOPO_HOST;
+    t->desc = xstrdup("this machine");
+    t->cache = TOPO_CACHE_OFF;
+    char *key = NULL;
+    if (sd == NULL || sd->fd < 0)
+        cache_note(t, "no state directory, so no topology cache");
+    else if (getenv("HWLOC_FSROOT") || getenv("HWLOC_THISSYSTEM"))
+        cache_note(t, "HWLOC_FSROOT or HWLOC_THISSYSTEM is set: topology cache not used");
+    else if ((key = cache_key()) == NULL)
+        cache_note(t, "no boot id in /proc: topology cache not used");
+
+    size_t len;
+    char *cached = key ? cache_read(t, sd, key, &len) : NULL;
+    if (cached) {
+        hwloc_topology_t topo = import_host(cached, len, e);
+        free(cached);
+        if (topo) {
+            t->cache = TOPO_CACHE_HIT;
+            cache_note(t, "topology from the cache %s/%s", sd->path, CACHE_NAME);
+            free(key);
+            return topo;
+        }
+        cache_note(t, "%s/%s: %s", sd->path, CACHE_NAME, e->msg);
+    }
+
+    hwloc_topology_t found = discover_host(e), topo = NULL;
+    char *xml;
+    int xmllen;
+    if (found == NULL) {
+        free(key);
+        return NULL;
+    }
+    if (hwloc_topology_export_xmlbuffer(found, &xml, &xmllen, 0) < 0 || xmllen < 1) {
+        err_set(e, "hwloc cannot export this machine's topology: %s", strerror(errno));
+        goto out;
+    }
+    if (key) {
+        const char *bufs[] = {key, xml};
+        size_t lens[] = {strlen(key), (size_t)xmllen - 1};
+        struct err we;
+        if (state_write(sd, CACHE_NAME, bufs, lens, 2, &we)) {
+            t->cache = TOPO_CACHE_WRITTEN;
+            cache_note(t, "discovered and cached in %s/%s", sd->path, CACHE_NAME);
+        } else {
+            t->cache = TOPO_CACHE_FAILED;
+            cache_note(t, "%s", we.msg);
+        }
+    }
+    topo = import_host(xml, (size_t)xmllen - 1, e);
+    hwloc_free_xmlbuffer(found, xml);
+out:
+    hwloc_topology_destroy(found);
+    free(key);
+    return topo;
+}
+
+/* The allowed nodes; a disallowed one is no CPU's home and receives no memory. */
 static void load_nodes(hwloc_topology_t topo, struct topo *t)
 {
     int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
-    t->nnodes = n > 0 ? (size_t)n : 0;
-    t->nodes = xcalloc(t->nnodes, sizeof(*t->nodes));
-    hwloc_obj_t *objs = xcalloc(t->nnodes, sizeof(*objs));
-    for (size_t i = 0; i < t->nnodes; i++) {
-        hwloc_obj_t o = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)i);
+    hwloc_const_nodeset_t allowed = hwloc_topology_get_allowed_nodeset(topo);
+    t->nodes = xcalloc(n > 0 ? (size_t)n : 0, sizeof(*t->nodes));
+    hwloc_obj_t *objs = xcalloc(n > 0 ? (size_t)n : 0, sizeof(*objs));
+    for (int j = 0; j < n; j++) {
+        hwloc_obj_t o = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)j);
+        if (!hwloc_bitmap_isset(allowed, o->os_index))
+            continue;
+        size_t i = t->nnodes++;
         objs[i] = o;
         struct topo_node *nd = &t->nodes[i];
         nd->os_index = o->os_index;
@@ -150,8 +355,6 @@ static void load_nodes(hwloc_topology_t topo, struct topo *t)
         nd->mem_free = nd->mem_total;
         if (o->subtype)
             snprintf(nd->subtype, sizeof(nd->subtype), "%s", o->subtype);
-        if (nd->mem_total)
-            t->memory_known = true;
     }
     /* hwloc's logical order is by locality, not os index; plans read better by os index. */
     for (size_t i = 1; i < t->nnodes; i++)
@@ -163,10 +366,6 @@ static void load_nodes(hwloc_topology_t topo, struct topo *t)
             objs[j] = objs[j - 1];
             objs[j - 1] = to;
         }
-    for (size_t i = 0; i < t->nnodes; i++)
-        /* Some XMLs carry no memory sizes at all; then every node has memory. */
-        t->nodes[i].has_memory = t->nodes[i].mem_total > 0 || !t->memory_known;
-
     /* Give each PU one home node. */
     int pu;
     hwloc_bitmap_foreach_begin(pu, t->cpus)
@@ -226,64 +425,60 @@ static void load_cores(hwloc_topology_t topo, struct topo *t)
     }
 }
 
-/* Free memory is not in hwloc; libnuma reads it from the node's meminfo. */
-static void load_free_memory(struct topo *t)
+/*
+ * hwloc keeps only each node's total. libnuma reads total and free from the
+ * node's meminfo, now: a cached topology may predate memory hotplug.
+ */
+static void load_memory(struct topo *t)
 {
-    if (numa_available() < 0)
-        return;
-    for (size_t i = 0; i < t->nnodes; i++) {
-        long long freemem = 0;
-        long long total = numa_node_size64((int)t->nodes[i].os_index, &freemem);
-        if (total >= 0 && freemem >= 0)
-            t->nodes[i].mem_free = (uint64_t)freemem;
-    }
+    if (t->source == TOPO_HOST && numa_available() >= 0)
+        for (size_t i = 0; i < t->nnodes; i++) {
+            long long freemem = 0;
+            long long total = numa_node_size64((int)t->nodes[i].os_index, &freemem);
+            if (total >= 0 && freemem >= 0) {
+                t->nodes[i].mem_total = (uint64_t)total;
+                t->nodes[i].mem_free = (uint64_t)freemem;
+            }
+        }
+    for (size_t i = 0; i < t->nnodes; i++)
+        t->memory_known = t->memory_known || t->nodes[i].mem_total > 0;
+    for (size_t i = 0; i < t->nnodes; i++)
+        /* Some XMLs carry no memory sizes at all; then every node has memory. */
+        t->nodes[i].has_memory = t->nodes[i].mem_total > 0 || !t->memory_known;
 }
 
-bool topo_load(struct topo *t, const char *spec, struct err *e)
+bool topo_load(struct topo *t, const char *spec, const struct state_dir *cache, struct err *e)
 {
     memset(t, 0, sizeof(*t));
     /* Our HWLOC_* hold for this call only; the caller's values come back after. */
     char *saved[NLOAD_ENV];
     for (size_t i = 0; i < NLOAD_ENV; i++) {
         const char *v = getenv(load_env[i].name);
-        saved[i] = v ? strdup(v) : NULL;
+        saved[i] = v ? xstrdup(v) : NULL;
         setenv(load_env[i].name, load_env[i].value, 1);
     }
 
-    hwloc_topology_t topo;
     bool ok = false;
-    if (hwloc_topology_init(&topo) < 0) {
-        err_set(e, "hwloc_topology_init failed: %s", strerror(errno));
+    hwloc_topology_t topo = spec ? load_spec(spec, t, e) : load_host(t, cache, e);
+    if (topo == NULL)
         goto restore;
-    }
-    if (!configure(topo, spec, t, e))
-        goto out;
-    if (hwloc_topology_load(topo) < 0) {
-        err_set(e, "cannot load the topology from %s: %s", t->desc, strerror(errno));
-        goto out;
-    }
-    if (t->source == TOPO_HOST && !check_this_system(topo, e))
-        goto out;
-
     t->cpus = hwloc_bitmap_dup(hwloc_topology_get_topology_cpuset(topo));
     hwloc_bitmap_and(t->cpus, t->cpus, hwloc_topology_get_allowed_cpuset(topo));
-    t->offline = hwloc_bitmap_dup(hwloc_topology_get_complete_cpuset(topo));
+    t->offline = hwloc_bitmap_dup(hwloc_topology_get_complete_cpuset(topo)); /* all that exist */
     hwloc_bitmap_andnot(t->offline, t->offline, hwloc_topology_get_topology_cpuset(topo));
     load_nodes(topo, t);
+    load_memory(t);
     load_cores(topo, t);
 
     t->binding = hwloc_bitmap_alloc();
-    if (t->source == TOPO_HOST) {
-        load_free_memory(t);
-        if (hwloc_get_cpubind(topo, t->binding, HWLOC_CPUBIND_THREAD) < 0) {
-            err_set(e, "cannot read this process's CPU affinity: %s", strerror(errno));
-            goto out;
-        }
-    } else {
+    if (t->source != TOPO_HOST) {
         hwloc_bitmap_copy(t->binding, t->cpus);
+        ok = true;
+    } else if (hwloc_get_cpubind(topo, t->binding, HWLOC_CPUBIND_THREAD) < 0) {
+        err_set(e, "cannot read this process's CPU affinity: %s", strerror(errno));
+    } else {
+        ok = true;
     }
-    ok = true;
-out:
     hwloc_topology_destroy(topo);
 restore:
     for (size_t i = 0; i < NLOAD_ENV; i++) {
@@ -311,5 +506,6 @@ void topo_free(struct topo *t)
     hwloc_bitmap_free(t->binding);
     free(t->distance);
     free(t->desc);
+    free(t->cache_note);
     memset(t, 0, sizeof(*t));
 }

@@ -19,6 +19,16 @@
 
 enum topo_source { TOPO_HOST, TOPO_XML, TOPO_SYNTHETIC };
 
+/* What became of the host topology cache (see topo.c) in this load. */
+enum topo_cache {
+    TOPO_CACHE_OFF,     /* not the host, or no usable state directory */
+    TOPO_CACHE_HIT,     /* imported from the cache */
+    TOPO_CACHE_WRITTEN, /* discovered, and the cache (re)written */
+    TOPO_CACHE_FAILED,  /* discovered; the cache could not be written */
+};
+
+struct state_dir;
+
 struct topo_node {
     unsigned os_index;
     hwloc_bitmap_t cpus; /* allowed online PUs whose home is this node; empty: CPU-less */
@@ -43,13 +53,18 @@ struct topo {
     hwloc_bitmap_t binding; /* inherited affinity (the whole of cpus for XML/synthetic) */
     unsigned *distance;     /* nnodes x nnodes relative latencies; NULL when unknown */
     bool memory_known;      /* false when no node reports any memory (some XMLs) */
+
+    enum topo_cache cache;
+    char *cache_note; /* what happened with the cache and why, for -v; may be NULL */
 };
 
 /*
  * Load a topology. `spec` is NULL for this machine, "synthetic:DESC" for a
- * hwloc synthetic description, or the path of an hwloc XML export.
+ * hwloc synthetic description, or the path of an hwloc XML export. For this
+ * machine, `cache` is the state directory holding the topology cache, or
+ * NULL to discover without one.
  */
-bool topo_load(struct topo *t, const char *spec, struct err *e);
+bool topo_load(struct topo *t, const char *spec, const struct state_dir *cache, struct err *e);
 void topo_free(struct topo *t);
 
 /* Index in t->nodes of the node with this os index, or -1. */

@@ -3,10 +3,13 @@
  */
 #include "util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void out_of_memory(void)
 {
@@ -71,4 +74,56 @@ void rlim_str(char *buf, size_t n, rlim_t v)
         snprintf(buf, n, "unlimited");
     else
         snprintf(buf, n, "%llu", (unsigned long long)v);
+}
+
+int read_fd_text(int fd, size_t max, char **text, size_t *len)
+{
+    size_t cap = 4096, got = 0;
+    char *buf = xrealloc(NULL, cap);
+    for (;;) {
+        if (got + 1 == cap) {
+            if (cap > max) {
+                free(buf);
+                return EFBIG;
+            }
+            cap *= 2;
+            buf = xrealloc(buf, cap);
+        }
+        ssize_t r = read(fd, buf + got, cap - 1 - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int error = errno;
+            free(buf);
+            return error;
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    if (got > max) {
+        free(buf);
+        return EFBIG;
+    }
+    buf[got] = '\0';
+    *text = buf;
+    *len = got;
+    return 0;
+}
+
+bool read_line_file(const char *path, char *buf, size_t n)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t r;
+    do
+        r = read(fd, buf, n - 1);
+    while (r < 0 && errno == EINTR);
+    close(fd);
+    if (r < 0)
+        return false;
+    buf[r] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    return true;
 }

@@ -9,6 +9,7 @@
 
 #include <hwloc/bitmap.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/resource.h>
 
@@ -23,5 +24,14 @@ char *bitmap_list(hwloc_const_bitmap_t set);
 
 /* An rlimit value as text: a number or "unlimited". */
 void rlim_str(char *buf, size_t n, rlim_t v);
+
+/*
+ * Read all of fd into a NUL-terminated buffer of at most `max` bytes of
+ * text. Returns 0, or an errno value (EFBIG when the content exceeds max).
+ */
+int read_fd_text(int fd, size_t max, char **text, size_t *len);
+
+/* The first line of a small file (a sysfs or procfs value), without "\n". */
+bool read_line_file(const char *path, char *buf, size_t n);
 
 #endif

@@ -47,7 +47,7 @@ static struct topo load_topo(const char *spec)
 {
     struct topo t;
     struct err e;
-    if (!topo_load(&t, spec, &e))
+    if (!topo_load(&t, spec, NULL, &e))
         fail_msg("%s: %s", spec, e.msg);
     return t;
 }
@@ -224,7 +224,7 @@ static void test_synthetic_shapes_up_to_thousands_of_pus(void **state)
     for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
         struct topo t;
         struct err e;
-        if (!topo_load(&t, shapes[i], &e))
+        if (!topo_load(&t, shapes[i], NULL, &e))
             fail_msg("%s: %s", shapes[i], e.msg);
         plan_everything_on(&t, shapes[i]);
         topo_free(&t);

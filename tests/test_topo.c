@@ -19,7 +19,7 @@ static struct topo load(const char *name)
         snprintf(path, sizeof(path), "%s", name);
     else
         snprintf(path, sizeof(path), "%s/%s", topologies_dir(), name);
-    if (!topo_load(&t, path, &e))
+    if (!topo_load(&t, path, NULL, &e))
         fail_msg("%s: %s", path, e.msg);
     return t;
 }
@@ -39,7 +39,7 @@ static void test_every_xml_is_consistent(void **state)
     for (char **f = files; *f; f++) {
         struct topo t;
         struct err e;
-        if (!topo_load(&t, *f, &e))
+        if (!topo_load(&t, *f, NULL, &e))
             fail_msg("%s: %s", *f, e.msg);
         assert_true(t.nnodes >= 1);
         hwloc_bitmap_t seen = hwloc_bitmap_alloc();
@@ -139,9 +139,9 @@ static void test_synthetic(void **state)
     topo_free(&t);
 
     struct err e;
-    assert_false(topo_load(&t, "synthetic:pack:banana", &e));
+    assert_false(topo_load(&t, "synthetic:pack:banana", NULL, &e));
     assert_non_null(strstr(e.msg, "synthetic"));
-    assert_false(topo_load(&t, "/nonexistent.xml", &e));
+    assert_false(topo_load(&t, "/nonexistent.xml", NULL, &e));
     assert_non_null(strstr(e.msg, "/nonexistent.xml"));
 }
 
@@ -150,7 +150,7 @@ static void test_host_is_this_system(void **state)
     (void)state;
     struct topo t;
     struct err e;
-    if (!topo_load(&t, NULL, &e))
+    if (!topo_load(&t, NULL, NULL, &e))
         fail_msg("%s", e.msg);
     assert_int_equal(t.source, TOPO_HOST);
     assert_true(hwloc_bitmap_weight(t.cpus) >= 1);
@@ -160,7 +160,7 @@ static void test_host_is_this_system(void **state)
     topo_free(&t);
 
     setenv("HWLOC_PLUGINS_BLACKLIST", "mine", 1);
-    if (!topo_load(&t, NULL, &e))
+    if (!topo_load(&t, NULL, NULL, &e))
         fail_msg("%s", e.msg);
     assert_string_equal(getenv("HWLOC_PLUGINS_BLACKLIST"), "mine");
     unsetenv("HWLOC_PLUGINS_BLACKLIST");
@@ -170,7 +170,7 @@ static void test_host_is_this_system(void **state)
     char xml[512];
     snprintf(xml, sizeof(xml), "%s/32em64t-2n8c2t-pci-normalio.xml", topologies_dir());
     setenv("HWLOC_XMLFILE", xml, 1);
-    if (!topo_load(&t, NULL, &e))
+    if (!topo_load(&t, NULL, NULL, &e))
         fail_msg("%s", e.msg);
     assert_int_equal(t.source, TOPO_HOST);
     assert_true(hwloc_bitmap_weight(t.cpus) < 32 || t.nnodes != 2);
@@ -179,7 +179,7 @@ static void test_host_is_this_system(void **state)
 
     /* a fake sysfs root is not this machine: refuse rather than mis-place */
     setenv("HWLOC_FSROOT", "/tmp", 1);
-    assert_false(topo_load(&t, NULL, &e));
+    assert_false(topo_load(&t, NULL, NULL, &e));
     unsetenv("HWLOC_FSROOT");
 }
 

@@ -1,0 +1,161 @@
+/*
+ * state.c - the state directory, opened once and trusted only when it is ours.
+ *
+ * The checks are made on open descriptors (fstat after open with
+ * O_NOFOLLOW), never on a path before opening it, so there is no window
+ * between checking and using. A directory or file that another user owns
+ * or may write is refused, as ssh and sudo refuse their configuration.
+ */
+#include "state.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char *default_path(void)
+{
+    if (geteuid() == 0)
+        return xstrdup("/run/tunerun");
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    if (xdg == NULL || xdg[0] != '/')
+        return NULL;
+    return xasprintf("%s/tunerun", xdg);
+}
+
+/* Why a file or directory is not ours to trust, or NULL when it is. */
+static const char *untrusted(const struct stat *st)
+{
+    if (st->st_uid != geteuid())
+        return "is owned by another user";
+    if (st->st_mode & (S_IWGRP | S_IWOTH))
+        return "is writable by group or others";
+    return NULL;
+}
+
+enum state_status state_dir_open(struct state_dir *sd, const char *path, struct err *e)
+{
+    sd->fd = -1;
+    sd->path = path ? xstrdup(path) : default_path();
+    if (sd->path == NULL) {
+        err_set(e, "no state directory: XDG_RUNTIME_DIR is not set (see --state-dir)");
+        return STATE_UNAVAILABLE;
+    }
+    if (mkdir(sd->path, geteuid() == 0 ? 0755 : 0700) < 0 && errno != EEXIST) {
+        err_set(e, "cannot create state directory %s: %s", sd->path, strerror(errno));
+        return STATE_UNAVAILABLE;
+    }
+    int fd = open(sd->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ELOOP || errno == ENOTDIR) {
+            err_set(e, "state directory %s is a symbolic link or not a directory; refusing it",
+                    sd->path);
+            return STATE_UNSAFE;
+        }
+        err_set(e, "cannot open state directory %s: %s", sd->path, strerror(errno));
+        return STATE_UNAVAILABLE;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        err_set(e, "cannot stat state directory %s: %s", sd->path, strerror(errno));
+        close(fd);
+        return STATE_UNAVAILABLE;
+    }
+    const char *why = untrusted(&st);
+    if (why) {
+        err_set(e, "state directory %s %s; refusing to use it", sd->path, why);
+        close(fd);
+        return STATE_UNSAFE;
+    }
+    sd->fd = fd;
+    return STATE_OK;
+}
+
+void state_dir_close(struct state_dir *sd)
+{
+    if (sd->fd >= 0)
+        close(sd->fd);
+    free(sd->path);
+    sd->fd = -1;
+    sd->path = NULL;
+}
+
+int state_open_read(const struct state_dir *sd, const char *name, struct err *e)
+{
+    /* O_NONBLOCK: a FIFO planted under our name must not hang the launch. */
+    int fd = openat(sd->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ELOOP) {
+            err_set(e, "%s/%s is a symbolic link; ignoring it", sd->path, name);
+            errno = EPERM;
+        } else {
+            err_set(e, "%s/%s: %s", sd->path, name, strerror(errno));
+        }
+        return -1;
+    }
+    struct stat st;
+    const char *why = NULL;
+    if (fstat(fd, &st) < 0)
+        why = strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        why = "is not a regular file";
+    else
+        why = untrusted(&st);
+    if (why) {
+        err_set(e, "%s/%s %s; ignoring it", sd->path, name, why);
+        close(fd);
+        errno = EPERM;
+        return -1;
+    }
+    return fd;
+}
+
+static bool write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = write(fd, buf, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (w == 0)
+                errno = EIO;
+            return false;
+        }
+        buf += w;
+        len -= (size_t)w;
+    }
+    return true;
+}
+
+bool state_write(const struct state_dir *sd, const char *name, const char *const *bufs,
+                 const size_t *lens, size_t n, struct err *e)
+{
+    char tmp[256];
+    snprintf(tmp, sizeof(tmp), ".%s.%ld.tmp", name, (long)getpid());
+    int fd = openat(sd->fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        err_set(e, "cannot create %s/%s: %s", sd->path, tmp, strerror(errno));
+        return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = write_all(fd, bufs[i], lens[i]);
+    int error = errno;
+    if (close(fd) < 0 && ok) {
+        ok = false;
+        error = errno;
+    }
+    if (ok && renameat(sd->fd, tmp, sd->fd, name) < 0) {
+        ok = false;
+        error = errno;
+    }
+    if (!ok) {
+        err_set(e, "cannot write %s/%s: %s", sd->path, name, strerror(error));
+        unlinkat(sd->fd, tmp, 0);
+    }
+    return ok;
+}
