@@ -9,12 +9,15 @@
 #include "state.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static char *default_path(void)
@@ -93,7 +96,9 @@ int state_open_read(const struct state_dir *sd, const char *name, struct err *e)
             err_set(e, "%s/%s is a symbolic link; ignoring it", sd->path, name);
             errno = EPERM;
         } else {
-            err_set(e, "%s/%s: %s", sd->path, name, strerror(errno));
+            int error = errno;
+            err_set(e, "%s/%s: %s", sd->path, name, strerror(error));
+            errno = error;
         }
         return -1;
     }
@@ -131,11 +136,52 @@ static bool write_all(int fd, const char *buf, size_t len)
     return true;
 }
 
+/*
+ * Temporary files are named .NAME.RANDOM.tmp: a pid is not unique among
+ * containers that share a state directory, each tunerun being PID 1 there.
+ */
+static void temp_name(char *buf, size_t n, const char *name)
+{
+    unsigned long long r = 0;
+    if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+        r = (unsigned long long)getpid() << 32 ^ (unsigned long long)time(NULL);
+    snprintf(buf, n, ".%s.%016llx.tmp", name, r);
+}
+
+/*
+ * A launch killed between creating its temporary file and renaming it
+ * leaves the file behind. Whoever writes NAME next removes those older
+ * than a minute: no writer takes that long.
+ */
+static void sweep_stale(const struct state_dir *sd, const char *name)
+{
+    int fd = openat(sd->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+    if (dir == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    size_t len = strlen(name);
+    time_t now = time(NULL);
+    struct dirent *d;
+    while ((d = readdir(dir)) != NULL) {
+        size_t n = strlen(d->d_name);
+        struct stat st;
+        if (d->d_name[0] != '.' || strncmp(d->d_name + 1, name, len) != 0 ||
+            d->d_name[1 + len] != '.' || n < 4 || strcmp(d->d_name + n - 4, ".tmp") != 0)
+            continue;
+        if (fstatat(sd->fd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_mtime < now - 60)
+            unlinkat(sd->fd, d->d_name, 0);
+    }
+    closedir(dir);
+}
+
 bool state_write(const struct state_dir *sd, const char *name, const char *const *bufs,
                  const size_t *lens, size_t n, struct err *e)
 {
     char tmp[256];
-    snprintf(tmp, sizeof(tmp), ".%s.%ld.tmp", name, (long)getpid());
+    temp_name(tmp, sizeof(tmp), name);
     int fd = openat(sd->fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) {
         err_set(e, "cannot create %s/%s: %s", sd->path, tmp, strerror(errno));
@@ -157,5 +203,6 @@ bool state_write(const struct state_dir *sd, const char *name, const char *const
         err_set(e, "cannot write %s/%s: %s", sd->path, name, strerror(error));
         unlinkat(sd->fd, tmp, 0);
     }
+    sweep_stale(sd, name);
     return ok;
 }

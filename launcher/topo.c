@@ -10,29 +10,31 @@
  * Which CPUs belong to which node: hwloc gives a CPU-less node (MCDRAM,
  * CXL, PMEM) the cpuset of the CPUs near it, so a PU can sit under several
  * nodes. Each PU gets exactly one home: the covering node with the smallest
- * cpuset, preferring ordinary DRAM, then the lowest os index. A node that
- * is home to no PU is CPU-less and never a CPU home for the planner.
+ * cpuset, preferring ordinary DRAM, then the lowest os index. The cpusets
+ * compared are the machine's, not those cut down to this process's cgroup,
+ * so a PU's home does not depend on who launches. A node that is home to no
+ * PU is CPU-less and never a CPU home for the planner.
  *
  * The topology cache. Even filtered, discovering this machine reads a few
  * files per CPU from sysfs (hwloc 2.9 reads every CPU's caches whatever the
  * filters say) and parses /proc/cpuinfo: about half a millisecond on two
  * CPUs, tens on hundreds. Importing hwloc's own XML export of the same
  * discovery takes a fraction of that and no sysfs reads. So the host is
- * discovered once, with disallowed CPUs and nodes included, and exported to
- * topology.xml in the state directory. The file starts with a key made of
- * what can change the machine under a running kernel (boot id, online and
- * possible CPUs, online nodes and which have CPUs or memory, the hwloc
- * version): any difference and the machine is discovered again. What
- * differs per process is never cached: hwloc reads this process's allowed
- * CPUs and nodes (its cgroup cpuset) afresh, tunerun its affinity, and
- * libnuma every node's memory. A discovery that cannot be cached is still
- * imported from its XML export, so a plan never depends on whether a cache
- * was there.
+ * discovered once and exported, every CPU and node allowed, to topology.xml
+ * in the state directory. The file starts with a key made of what can
+ * change the machine under a running kernel (boot id, online and possible
+ * CPUs, online nodes and which have CPUs or memory) and of the tunerun and
+ * libhwloc files themselves: any difference and the machine is discovered
+ * again. What differs per process is never cached: hwloc reads this
+ * process's allowed CPUs and nodes (its cgroup cpuset) afresh, tunerun its
+ * affinity, and libnuma every node's memory. Any HWLOC_* variable of the
+ * caller's own turns the cache off, since it may change what hwloc finds.
  */
 #include "topo.h"
 #include "state.h"
 #include "util.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -43,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /*
@@ -185,10 +188,31 @@ static void cache_note(struct topo *t, const char *fmt, ...)
     t->cache_note = note;
 }
 
-/* The key a cache must have been written under; NULL when there is no boot id. */
+/* A file's identity: a rebuilt tunerun or an upgraded libhwloc is another file. */
+static char *file_id(const char *path)
+{
+    struct stat st;
+    if (path == NULL || stat(path, &st) < 0)
+        return xstrdup("-");
+    return xasprintf("%llu:%llu:%lld:%lld.%09ld", (unsigned long long)st.st_dev,
+                     (unsigned long long)st.st_ino, (long long)st.st_size,
+                     (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+}
+
+/*
+ * The key a cache must have been written under; NULL when there is no boot
+ * id. hwloc's API version is the same for many releases, so the library
+ * file itself, and tunerun's binary (its filters and flags), are in it.
+ */
 static char *cache_key(void)
 {
-    char *key = xasprintf("tunerun topology cache 1, hwloc %#x\n", hwloc_get_api_version());
+    Dl_info lib;
+    const char *libpath = dladdr((void *)hwloc_topology_init, &lib) ? lib.dli_fname : NULL;
+    char *exe = file_id("/proc/self/exe"), *hw = file_id(libpath);
+    char *key = xasprintf("tunerun topology cache 2\ntunerun %s\nhwloc %s %s\n", exe,
+                          libpath ? libpath : "-", hw);
+    free(exe);
+    free(hw);
     for (size_t i = 0; i < NKEY_FILES; i++) {
         char v[8192];
         if (!read_line_file(key_files[i], v, sizeof(v))) {
@@ -236,8 +260,8 @@ static char *cache_read(struct topo *t, const struct state_dir *sd, const char *
 }
 
 /*
- * This machine from an XML export of it. hwloc still asks the kernel for
- * this process's allowed CPUs and nodes.
+ * This machine from the cache. hwloc asks the kernel for this process's
+ * allowed CPUs and nodes, as a discovery would.
  */
 static hwloc_topology_t import_host(const char *xml, size_t len, struct err *e)
 {
@@ -277,18 +301,83 @@ static hwloc_topology_t discover_host(struct err *e)
     return NULL;
 }
 
+/* The first HWLOC_* in the environment that is not tunerun's own, or NULL. */
+static const char *foreign_hwloc_variable(char *name, size_t n)
+{
+    extern char **environ;
+    for (char **v = environ; *v; v++) {
+        if (strncmp(*v, "HWLOC_", 6) != 0)
+            continue;
+        size_t len = strcspn(*v, "=");
+        bool ours = false;
+        for (size_t i = 0; i < NLOAD_ENV && !ours; i++)
+            ours = strlen(load_env[i].name) == len && strncmp(*v, load_env[i].name, len) == 0;
+        if (!ours) {
+            snprintf(name, n, "%.*s", (int)len, *v);
+            return name;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * The cache holds the whole machine: every CPU and node allowed, whatever
+ * the cgroup of the launch that wrote it. Each reader's own allowed sets
+ * come from its own cgroup when it imports.
+ */
+static void cache_write(struct topo *t, const struct state_dir *sd, const char *key,
+                        hwloc_topology_t found)
+{
+    hwloc_topology_t whole;
+    char *xml;
+    int xmllen;
+    struct err we;
+    if (hwloc_topology_dup(&whole, found) < 0) {
+        cache_note(t, "cannot copy the topology for the cache: %s", strerror(errno));
+        t->cache = TOPO_CACHE_FAILED;
+        return;
+    }
+    if (hwloc_topology_allow(whole, NULL, NULL, HWLOC_ALLOW_FLAG_ALL) < 0 ||
+        hwloc_topology_export_xmlbuffer(whole, &xml, &xmllen, 0) < 0 || xmllen < 1) {
+        cache_note(t, "hwloc cannot export the topology for the cache: %s", strerror(errno));
+        t->cache = TOPO_CACHE_FAILED;
+    } else {
+        const char *bufs[] = {key, xml};
+        size_t lens[] = {strlen(key), (size_t)xmllen - 1};
+        if (state_write(sd, CACHE_NAME, bufs, lens, 2, &we)) {
+            t->cache = TOPO_CACHE_WRITTEN;
+            cache_note(t, "discovered and cached in %s/%s", sd->path, CACHE_NAME);
+        } else {
+            t->cache = TOPO_CACHE_FAILED;
+            cache_note(t, "%s", we.msg);
+        }
+        hwloc_free_xmlbuffer(whole, xml);
+    }
+    hwloc_topology_destroy(whole);
+}
+
 static hwloc_topology_t load_host(struct topo *t, const struct state_dir *sd, struct err *e)
 {
     t->source = TOPO_HOST;
     t->desc = xstrdup("this machine");
     t->cache = TOPO_CACHE_OFF;
-    char *key = NULL;
+    /* A copied sysfs describes another machine, whatever HWLOC_THISSYSTEM claims. */
+    const char *fsroot = getenv("HWLOC_FSROOT");
+    if (fsroot && strcmp(fsroot, "/") != 0) {
+        err_set(e,
+                "HWLOC_FSROOT=%s makes hwloc describe another machine; unset it to "
+                "launch here",
+                fsroot);
+        return NULL;
+    }
+    char *key = NULL, var[64];
     if (sd == NULL || sd->fd < 0)
         cache_note(t, "no state directory, so no topology cache");
-    else if (getenv("HWLOC_FSROOT") || getenv("HWLOC_THISSYSTEM"))
-        cache_note(t, "HWLOC_FSROOT or HWLOC_THISSYSTEM is set: topology cache not used");
+    else if (foreign_hwloc_variable(var, sizeof(var)))
+        /* HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES and others change what hwloc finds. */
+        cache_note(t, "%s is set, so the topology cache is not used", var);
     else if ((key = cache_key()) == NULL)
-        cache_note(t, "no boot id in /proc: topology cache not used");
+        cache_note(t, "no boot id in /proc, so no topology cache");
 
     size_t len;
     char *cached = key ? cache_read(t, sd, key, &len) : NULL;
@@ -303,36 +392,11 @@ static hwloc_topology_t load_host(struct topo *t, const struct state_dir *sd, st
         }
         cache_note(t, "%s/%s: %s", sd->path, CACHE_NAME, e->msg);
     }
-
-    hwloc_topology_t found = discover_host(e), topo = NULL;
-    char *xml;
-    int xmllen;
-    if (found == NULL) {
-        free(key);
-        return NULL;
-    }
-    if (hwloc_topology_export_xmlbuffer(found, &xml, &xmllen, 0) < 0 || xmllen < 1) {
-        err_set(e, "hwloc cannot export this machine's topology: %s", strerror(errno));
-        goto out;
-    }
-    if (key) {
-        const char *bufs[] = {key, xml};
-        size_t lens[] = {strlen(key), (size_t)xmllen - 1};
-        struct err we;
-        if (state_write(sd, CACHE_NAME, bufs, lens, 2, &we)) {
-            t->cache = TOPO_CACHE_WRITTEN;
-            cache_note(t, "discovered and cached in %s/%s", sd->path, CACHE_NAME);
-        } else {
-            t->cache = TOPO_CACHE_FAILED;
-            cache_note(t, "%s", we.msg);
-        }
-    }
-    topo = import_host(xml, (size_t)xmllen - 1, e);
-    hwloc_free_xmlbuffer(found, xml);
-out:
-    hwloc_topology_destroy(found);
+    hwloc_topology_t found = discover_host(e);
+    if (found && key)
+        cache_write(t, sd, key, found);
     free(key);
-    return topo;
+    return found;
 }
 
 /* The allowed nodes; a disallowed one is no CPU's home and receives no memory. */

@@ -6,7 +6,9 @@
 #include <cmocka.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "state.h"
 #include "topo.h"
 #include "topologies.h"
 
@@ -183,6 +185,60 @@ static void test_host_is_this_system(void **state)
     unsetenv("HWLOC_FSROOT");
 }
 
+/* A topology imported from the cache is the one hwloc discovered. */
+static void test_host_cache(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tunerun-test-state.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    struct state_dir sd;
+    struct err e;
+    assert_int_equal(state_dir_open(&sd, dir, &e), STATE_OK);
+
+    struct topo found, cached;
+    if (!topo_load(&found, NULL, &sd, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(found.cache, TOPO_CACHE_WRITTEN);
+    if (!topo_load(&cached, NULL, &sd, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(cached.cache, TOPO_CACHE_HIT);
+
+    assert_true(hwloc_bitmap_isequal(found.cpus, cached.cpus));
+    assert_true(hwloc_bitmap_isequal(found.offline, cached.offline));
+    assert_true(hwloc_bitmap_isequal(found.binding, cached.binding));
+    assert_int_equal(found.ncores, cached.ncores);
+    for (size_t i = 0; i < found.ncores; i++)
+        assert_true(hwloc_bitmap_isequal(found.cores[i], cached.cores[i]));
+    assert_int_equal(found.nnodes, cached.nnodes);
+    for (size_t i = 0; i < found.nnodes; i++) {
+        assert_int_equal(found.nodes[i].os_index, cached.nodes[i].os_index);
+        assert_true(hwloc_bitmap_isequal(found.nodes[i].cpus, cached.nodes[i].cpus));
+        assert_int_equal(found.nodes[i].mem_total, cached.nodes[i].mem_total);
+        assert_int_equal(found.nodes[i].has_memory, cached.nodes[i].has_memory);
+        assert_string_equal(found.nodes[i].subtype, cached.nodes[i].subtype);
+    }
+    assert_int_equal(found.distance == NULL, cached.distance == NULL);
+    if (found.distance)
+        assert_memory_equal(found.distance, cached.distance,
+                            found.nnodes * found.nnodes * sizeof(*found.distance));
+    topo_free(&found);
+    topo_free(&cached);
+
+    /* a warm cache never makes a fake sysfs root pass for this machine */
+    setenv("HWLOC_FSROOT", "/tmp", 1);
+    setenv("HWLOC_THISSYSTEM", "1", 1);
+    assert_false(topo_load(&found, NULL, &sd, &e));
+    assert_non_null(strstr(e.msg, "HWLOC_FSROOT=/tmp"));
+    unsetenv("HWLOC_FSROOT");
+    unsetenv("HWLOC_THISSYSTEM");
+
+    char path[256];
+    snprintf(path, sizeof(path), "%s/topology.xml", dir);
+    unlink(path);
+    state_dir_close(&sd);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -193,6 +249,7 @@ int main(void)
         cmocka_unit_test(test_offline_and_disallowed),
         cmocka_unit_test(test_synthetic),
         cmocka_unit_test(test_host_is_this_system),
+        cmocka_unit_test(test_host_cache),
     };
     return cmocka_run_group_tests_name("topo", tests, NULL, NULL);
 }
