@@ -2,7 +2,8 @@
 #
 #   make            build ./tunerun (profiles/ next to it are found without installing)
 #   make demo       launch a probe under the mysql profile and show what was applied
-#   make test       unit tests (cmocka) and host integration tests
+#   make test       unit tests (cmocka), host integration tests, NUMA VM tests
+#   make test-vm    boot real multi-node kernels under qemu and check placement
 #   make bench      launch overhead against numactl, taskset and hwloc-bind
 #   make install    PREFIX=/usr/local DESTDIR=...
 
@@ -27,7 +28,7 @@ HDRS     = $(filter-out launcher/config.h,$(wildcard launcher/*.h))
 
 UNIT_TESTS = tests/test_parse tests/test_profile tests/test_topo tests/test_plan
 
-.PHONY: all deps test-deps demo test unit host-test bench install uninstall clean format FORCE
+.PHONY: all deps test-deps demo test unit host-test test-vm bench install uninstall clean format FORCE
 
 all: tunerun
 
@@ -74,6 +75,9 @@ unit: all $(UNIT_TESTS)
 
 host-test: all tests/probe
 	@tests/host/run
+
+test-vm: test-deps all tests/probe
+	@tests/vm/run
 
 bench: all
 	@contrib/install-deps bench
