@@ -22,7 +22,8 @@ DEPS_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lhwloc -ln
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(CFLAGS) $(DEPS_CFLAGS)
 
 LIB_SRC  = launcher/util.c launcher/parse.c launcher/log.c launcher/profile.c launcher/topo.c \
-           launcher/plan.c launcher/apply.c launcher/report.c launcher/state.c
+           launcher/plan.c launcher/apply.c launcher/report.c launcher/state.c \
+           launcher/registry.c
 LIB_OBJ  = $(LIB_SRC:.c=.o)
 HDRS     = $(filter-out launcher/config.h,$(wildcard launcher/*.h))
 

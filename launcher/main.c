@@ -25,7 +25,9 @@
 #include "plan.h"
 #include "profile.h"
 #include "report.h"
+#include "registry.h"
 #include "state.h"
+#include "util.h"
 #include "topo.h"
 
 #include "config.h" /* TUNERUN_VERSION, TUNERUN_DATADIR: written by the Makefile */
@@ -77,8 +79,8 @@ static void usage(FILE *out)
           "     --strict               refuse to execute unless every step applies (exit 125)\n"
           "     --topology SRC         plan for an hwloc XML file or synthetic:DESC\n"
           "                            (plan and topo only; run refuses it)\n"
-          "     --state-dir DIR        where launches keep shared state (the topology\n"
-          "                            cache); default /run/tunerun for root,\n"
+          "     --state-dir DIR        where launches keep shared state (topology cache,\n"
+          "                            running services); default /run/tunerun for root,\n"
           "                            $XDG_RUNTIME_DIR/tunerun for others\n"
           "     --json                 machine-readable output (plan, topo)\n"
           " -v, --verbose              print every decision and applied step\n"
@@ -364,13 +366,75 @@ static int log_results(const struct plan *pl, const struct step_result *res)
     return failed;
 }
 
-static int run(const struct options *o, struct profile *p, struct topo *t)
+/*
+ * The registry, when there is a state directory: the lock is held from
+ * reading the claims until just before exec. A planted or foreign lock file
+ * is an error, never something to write through.
+ */
+static bool open_registry(const struct state_dir *sd, struct registry *reg)
+{
+    struct err e;
+    memset(reg, 0, sizeof(*reg));
+    reg->lock_fd = -1;
+    if (sd->fd < 0)
+        return true;
+    if (!registry_open(reg, sd, &e)) {
+        log_error("registry: %s", e.msg);
+        return false;
+    }
+    if (reg->pruned)
+        log_info("registry: removed %zu claim%s of services that are gone", reg->pruned,
+                 reg->pruned == 1 ? "" : "s");
+    return true;
+}
+
+static bool build_plan(struct plan *pl, struct profile *p, struct topo *t,
+                       const struct state_dir *sd, const struct registry *reg)
+{
+    struct err e;
+    struct plan_input in = {p, t, environ, sd->fd >= 0, reg->claims, reg->nclaims};
+    if (!plan_build(pl, &in, &e)) {
+        log_error("%s", e.msg);
+        return false;
+    }
+    return true;
+}
+
+/* Write this launch's claim; its fd stays open across exec. */
+static int claim(const struct profile *p, const struct plan *pl, struct registry *reg, char *name,
+                 size_t n)
+{
+    struct err e;
+    struct claim k = {.profile = (char *)p->name,
+                      .cpus = pl->cpus,
+                      .nodes = pl->nodes,
+                      .mem_nodes = pl->mem_nodes,
+                      .exclusive = p->placement.exclusive,
+                      .avoid = p->placement.avoid,
+                      .navoid = p->placement.navoid,
+                      .pid = (long)getpid(),
+                      .time = (long long)time(NULL)};
+    if (!self_witness(&k.pidns, &k.start, k.boot_id, sizeof(k.boot_id)))
+        k.pid = 0; /* no pid witness: the fd lock alone keeps the claim */
+    int fd = registry_claim(reg, &k, name, n, &e);
+    if (fd < 0)
+        log_error("registry: %s", e.msg);
+    else
+        log_info("claim %s/%s held by fd %d", reg->sd->path, name, fd);
+    return fd;
+}
+
+static int run(const struct options *o, struct profile *p, struct topo *t,
+               const struct state_dir *sd)
 {
     struct plan pl;
-    struct err e;
-    struct plan_input in = {p, t, environ};
-    if (!plan_build(&pl, &in, &e)) {
-        log_error("%s", e.msg);
+    struct registry reg;
+    char name[256];
+    int claim_fd = -1;
+    if (!open_registry(sd, &reg))
+        return EXIT_TUNERUN;
+    if (!build_plan(&pl, p, t, sd, &reg)) {
+        registry_close(&reg);
         return EXIT_TUNERUN;
     }
     log_plan_notes(&pl);
@@ -378,13 +442,15 @@ static int run(const struct options *o, struct profile *p, struct topo *t)
         log_error("--strict: the plan does not fully honour the profile; not executing %s",
                   o->command[0]);
         plan_free(&pl);
+        registry_close(&reg);
         return EXIT_TUNERUN;
     }
-    struct step_result *res = calloc(pl.nsteps ? pl.nsteps : 1, sizeof(*res));
-    if (res == NULL) {
-        log_error("out of memory");
+    if (sd->fd >= 0 && (claim_fd = claim(p, &pl, &reg, name, sizeof(name))) < 0) {
+        plan_free(&pl);
+        registry_close(&reg);
         return EXIT_TUNERUN;
     }
+    struct step_result *res = xcalloc(pl.nsteps ? pl.nsteps : 1, sizeof(*res));
     apply_plan(&pl, res);
     int failed = log_results(&pl, res);
     plan_free(&pl);
@@ -392,25 +458,33 @@ static int run(const struct options *o, struct profile *p, struct topo *t)
     if (o->strict && failed) {
         log_error("--strict: %d step%s failed; not executing %s", failed, failed == 1 ? "" : "s",
                   o->command[0]);
+        if (claim_fd >= 0)
+            registry_drop(&reg, name, claim_fd);
+        registry_close(&reg);
         return EXIT_TUNERUN;
     }
+    registry_close(&reg); /* the lock goes; the claim stays with its fd */
     log_info("executing %s", o->command[0]);
     fflush(NULL);
     execvp(o->command[0], o->command);
     int error = errno;
     log_error("cannot execute '%s': %s", o->command[0], strerror(error));
+    if (claim_fd >= 0)
+        registry_drop(&reg, name, claim_fd);
     return error == ENOENT || error == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
 }
 
-static int show_plan(const struct options *o, struct profile *p, struct topo *t)
+static int show_plan(const struct options *o, struct profile *p, struct topo *t,
+                     const struct state_dir *sd)
 {
     struct plan pl;
-    struct err e;
-    struct plan_input in = {p, t, environ};
-    if (!plan_build(&pl, &in, &e)) {
-        log_error("%s", e.msg);
+    struct registry reg;
+    if (!open_registry(sd, &reg))
         return EXIT_TUNERUN;
-    }
+    bool built = build_plan(&pl, p, t, sd, &reg);
+    registry_close(&reg);
+    if (!built)
+        return EXIT_TUNERUN;
     if (o->json)
         report_plan_json(stdout, p, t, &pl, NULL);
     else
@@ -426,24 +500,21 @@ static int show_plan(const struct options *o, struct profile *p, struct topo *t)
  * someone else could write is named in a warning and left alone. A
  * --state-dir that cannot be used is an error: it was asked for.
  */
-static bool load_topology(const struct options *o, struct topo *t)
+static bool load_topology(const struct options *o, struct topo *t, struct state_dir *sd)
 {
     struct err e;
-    struct state_dir sd = {-1, NULL};
     if (o->topology == NULL) {
-        enum state_status st = state_dir_open(&sd, o->state_dir, &e);
+        enum state_status st = state_dir_open(sd, o->state_dir, &e);
         if (st != STATE_OK && o->state_dir) {
             log_error("--state-dir: %s", e.msg);
-            state_dir_close(&sd);
             return false;
         }
         if (st == STATE_UNSAFE)
-            log_warn("%s; the topology is discovered without a cache", e.msg);
+            log_warn("%s; no topology cache, and running services are not known", e.msg);
         else if (st == STATE_UNAVAILABLE)
             log_info("%s", e.msg);
     }
-    bool ok = topo_load(t, o->topology, sd.fd >= 0 ? &sd : NULL, &e);
-    state_dir_close(&sd);
+    bool ok = topo_load(t, o->topology, sd->fd >= 0 ? sd : NULL, &e);
     if (!ok)
         log_error("%s", e.msg);
     else if (t->cache_note)
@@ -467,13 +538,14 @@ int main(int argc, char **argv)
     struct err e;
     struct profile p;
     struct topo t;
+    struct state_dir sd = {-1, NULL};
 
     if (o.verb == VERB_PROFILES) {
         status = list_profiles(&paths);
         goto out;
     }
     if (o.verb == VERB_TOPO) {
-        if (!load_topology(&o, &t)) {
+        if (!load_topology(&o, &t, &sd)) {
             status = EXIT_TUNERUN;
             goto out;
         }
@@ -502,18 +574,19 @@ int main(int argc, char **argv)
         status = EXIT_TUNERUN;
         goto out;
     }
-    if (!load_topology(&o, &t)) {
+    if (!load_topology(&o, &t, &sd)) {
         profile_free(&p);
         status = EXIT_TUNERUN;
         goto out;
     }
     if (o.verb == VERB_PLAN)
-        status = show_plan(&o, &p, &t);
+        status = show_plan(&o, &p, &t, &sd);
     else
-        status = run(&o, &p, &t);
+        status = run(&o, &p, &t, &sd);
     topo_free(&t);
     profile_free(&p);
 out:
+    state_dir_close(&sd);
     free(exe_dir);
     free(o.sets);
     return status;

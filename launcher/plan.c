@@ -114,6 +114,10 @@ struct ctx {
     hwloc_bitmap_t *node_cand; /* per node index: its candidate CPUs */
     size_t *rank;              /* eligible node indexes, best first */
     size_t nrank;
+    hwloc_bitmap_t shunned;       /* CPUs of running services this one avoids (or they it) */
+    hwloc_bitmap_t shunned_nodes; /* and their nodes (os indexes) */
+    hwloc_bitmap_t claimed;       /* CPUs of every running service */
+    char *shunned_names;          /* for notes: "nginx" or "nginx, mysql" */
 };
 
 /* The node a node's memory comes from: itself, or the nearest with memory. */
@@ -142,13 +146,30 @@ static uint64_t free_for(const struct topo *t, size_t i)
     return m < 0 ? 0 : t->nodes[m].mem_free;
 }
 
-static int cmp_rank(const void *a, const void *b, void *topo)
+/*
+ * Best first: no running service it avoids (or that avoids it), most free
+ * memory, fewest CPUs claimed by running services, lowest os index.
+ */
+static int cmp_rank(const void *a, const void *b, void *ctx)
 {
-    const struct topo *t = topo;
+    const struct ctx *c = ctx;
+    const struct topo *t = c->t;
     size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    bool ax = hwloc_bitmap_isset(c->shunned_nodes, t->nodes[x].os_index),
+         ay = hwloc_bitmap_isset(c->shunned_nodes, t->nodes[y].os_index);
+    if (ax != ay)
+        return ax ? 1 : -1;
     uint64_t fx = free_for(t, x), fy = free_for(t, y);
     if (fx != fy)
         return fx > fy ? -1 : 1;
+    hwloc_bitmap_t tmp = hwloc_bitmap_alloc();
+    hwloc_bitmap_and(tmp, t->nodes[x].cpus, c->claimed);
+    int cx = hwloc_bitmap_weight(tmp);
+    hwloc_bitmap_and(tmp, t->nodes[y].cpus, c->claimed);
+    int cy = hwloc_bitmap_weight(tmp);
+    hwloc_bitmap_free(tmp);
+    if (cx != cy)
+        return cx < cy ? -1 : 1;
     return t->nodes[x].os_index < t->nodes[y].os_index ? -1 : 1;
 }
 
@@ -160,7 +181,112 @@ static void rank_nodes(struct ctx *c)
     for (size_t i = 0; i < t->nnodes; i++)
         if (!hwloc_bitmap_iszero(c->node_cand[i]))
             c->rank[c->nrank++] = i;
-    qsort_r(c->rank, c->nrank, sizeof(size_t), cmp_rank, (void *)t);
+    qsort_r(c->rank, c->nrank, sizeof(size_t), cmp_rank, c);
+}
+
+/* ---- phase 1b: running services ----------------------------------------- */
+
+static bool names_in(const char *name, char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(list[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* avoid is symmetric: either side naming the other keeps them apart. */
+static bool at_odds(const struct profile *p, const struct claim *k)
+{
+    return names_in(k->profile, p->placement.avoid, p->placement.navoid) ||
+           (p->name && names_in(p->name, k->avoid, k->navoid));
+}
+
+/*
+ * Exclusive claims are hard: their CPUs leave the candidates (and an
+ * exclusive service takes no claimed CPU), unless nothing would be left,
+ * which shares and warns. avoid is soft: it ranks nodes and, where no node
+ * is free of the avoided service, separates by cores.
+ */
+static void note_claims(struct ctx *c, const struct plan_input *in)
+{
+    const struct profile *p = c->p;
+    c->shunned = hwloc_bitmap_alloc();
+    c->shunned_nodes = hwloc_bitmap_alloc();
+    c->claimed = hwloc_bitmap_alloc();
+    if (!in->registry) {
+        if (p->placement.navoid || p->placement.exclusive)
+            note(c->pl, NOTE_INFO,
+                 "avoid/exclusive: no state directory, so running services are unknown and "
+                 "these are not enforced");
+        return;
+    }
+    hwloc_bitmap_t held = hwloc_bitmap_alloc();
+    for (size_t i = 0; i < in->nclaims; i++) {
+        const struct claim *k = &in->claims[i];
+        hwloc_bitmap_or(c->claimed, c->claimed, k->cpus);
+        if (k->exclusive || p->placement.exclusive)
+            hwloc_bitmap_or(held, held, k->cpus);
+        if (at_odds(p, k)) {
+            hwloc_bitmap_or(c->shunned, c->shunned, k->cpus);
+            hwloc_bitmap_or(c->shunned_nodes, c->shunned_nodes, k->nodes);
+            if (c->shunned_names == NULL || !strstr(c->shunned_names, k->profile)) {
+                char *names = c->shunned_names ? xasprintf("%s, %s", c->shunned_names, k->profile)
+                                               : xstrdup(k->profile);
+                free(c->shunned_names);
+                c->shunned_names = names;
+            }
+        }
+    }
+    if (hwloc_bitmap_intersects(held, c->cand)) {
+        char *list = bitmap_list(held);
+        if (hwloc_bitmap_isincluded(c->cand, held)) {
+            note(c->pl, NOTE_WARN, "every candidate CPU is claimed %s (CPUs %s); sharing them",
+                 p->placement.exclusive ? "by running services, and this one is exclusive"
+                                        : "exclusively by running services",
+                 list);
+        } else {
+            hwloc_bitmap_andnot(c->cand, c->cand, held);
+            note(c->pl, NOTE_INFO, "CPUs %s are claimed %s; not using them", list,
+                 p->placement.exclusive ? "by running services and this one is exclusive"
+                                        : "exclusively by running services");
+        }
+        free(list);
+    }
+    hwloc_bitmap_free(held);
+    if (in->nclaims == 0 && (p->placement.navoid || p->placement.exclusive))
+        note(c->pl, NOTE_INFO, "avoid/exclusive: no running service to keep apart from");
+}
+
+/* Where the chosen CPUs meet an avoided service's, keep off its cores if any remain. */
+static void separate_by_cores(struct ctx *c)
+{
+    const struct topo *t = c->t;
+    hwloc_bitmap_t pool = hwloc_bitmap_alloc(), rest = hwloc_bitmap_alloc();
+    if (c->p->placement.cpus == CPUS_ALL)
+        hwloc_bitmap_copy(pool, c->cand);
+    else
+        for (size_t i = 0; i < t->nnodes; i++)
+            if (hwloc_bitmap_isset(c->pl->nodes, t->nodes[i].os_index))
+                hwloc_bitmap_or(pool, pool, c->node_cand[i]);
+    hwloc_bitmap_andnot(rest, pool, c->shunned);
+    if (!hwloc_bitmap_intersects(pool, c->shunned)) {
+        /* apart already */
+    } else if (hwloc_bitmap_iszero(rest)) {
+        note(c->pl, NOTE_WARN,
+             "no CPU here is free of %s, which this profile keeps apart from; "
+             "sharing its CPUs",
+             c->shunned_names);
+    } else {
+        char *list = bitmap_list(rest);
+        note(c->pl, NOTE_INFO, "%s runs on these nodes too; keeping apart by cores: CPUs %s",
+             c->shunned_names, list);
+        free(list);
+        hwloc_bitmap_andnot(c->cand, c->cand, c->shunned);
+        for (size_t i = 0; i < t->nnodes; i++)
+            hwloc_bitmap_andnot(c->node_cand[i], c->node_cand[i], c->shunned);
+    }
+    hwloc_bitmap_free(pool);
+    hwloc_bitmap_free(rest);
 }
 
 /*
@@ -784,6 +910,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
         note(pl, NOTE_INFO, "inherited affinity limits the candidates to CPUs %s", aff);
         free(aff);
     }
+    note_claims(&c, in);
     c.node_cand = xrealloc(NULL, (t->nnodes ? t->nnodes : 1) * sizeof(hwloc_bitmap_t));
     for (size_t i = 0; i < t->nnodes; i++) {
         c.node_cand[i] = hwloc_bitmap_alloc();
@@ -796,14 +923,10 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
         note(pl, NOTE_WARN, "no NUMA node owns the candidate CPUs; placing by CPUs only");
     } else {
         choose_nodes(&c);
+        separate_by_cores(&c);
         choose_cpus(&c);
         settle_nodes(&c);
     }
-    /* Said plainly until the registry of running services exists to act on them. */
-    if (in->profile->placement.navoid || in->profile->placement.exclusive)
-        note(pl, NOTE_INFO,
-             "avoid/exclusive: recorded, but this version keeps no registry of "
-             "running services, so they are not enforced");
     add_limit_steps(&c);
     add_placement_steps(&c);
     add_env_steps(&c, in->environ);
@@ -813,6 +936,10 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     free(c.node_cand);
     free(c.rank);
     hwloc_bitmap_free(c.cand);
+    hwloc_bitmap_free(c.shunned);
+    hwloc_bitmap_free(c.shunned_nodes);
+    hwloc_bitmap_free(c.claimed);
+    free(c.shunned_names);
     return true;
 }
 

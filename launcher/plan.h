@@ -19,6 +19,7 @@
 
 #include "log.h"
 #include "profile.h"
+#include "registry.h"
 #include "topo.h"
 
 enum plan_mpol {
@@ -83,7 +84,10 @@ struct plan {
 struct plan_input {
     const struct profile *profile;
     const struct topo *topo;
-    char *const *environ; /* the environment the command would inherit */
+    char *const *environ;       /* the environment the command would inherit */
+    bool registry;              /* the claims below are known (a state directory is in use) */
+    const struct claim *claims; /* live claims of running services */
+    size_t nclaims;
 };
 
 /* False only when no plan exists at all (no usable CPU); e says why. */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "plan.h"
+#include "util.h"
 #include "topologies.h"
 
 #define GIB (1024ULL * 1024 * 1024)
@@ -56,7 +57,7 @@ static struct plan make_plan(const struct profile *p, const struct topo *t, char
 {
     struct plan pl;
     struct err e;
-    struct plan_input in = {p, t, env};
+    struct plan_input in = {p, t, env, false, NULL, 0};
     if (!plan_build(&pl, &in, &e))
         fail_msg("%s", e.msg);
     return pl;
@@ -285,7 +286,7 @@ static void test_inherited_affinity_is_never_widened(void **state)
     struct profile p = load_profile("mysql", NULL);
     struct plan pl;
     struct err e;
-    struct plan_input in = {&p, &t, NULL};
+    struct plan_input in = {&p, &t, NULL, false, NULL, 0};
     assert_false(plan_build(&pl, &in, &e));
     assert_non_null(strstr(e.msg, "inherited affinity"));
     profile_free(&p);
@@ -537,6 +538,106 @@ static void test_thp_and_limit_steps(void **state)
     topo_free(&t);
 }
 
+/* A live claim as the registry would read it. */
+static struct claim live(const char *profile, const char *cpus, const char *nodes, bool exclusive,
+                         const char *avoid)
+{
+    struct claim k = {.profile = strdup(profile),
+                      .cpus = hwloc_bitmap_alloc(),
+                      .nodes = hwloc_bitmap_alloc(),
+                      .mem_nodes = hwloc_bitmap_alloc(),
+                      .exclusive = exclusive};
+    hwloc_bitmap_list_sscanf(k.cpus, cpus);
+    hwloc_bitmap_list_sscanf(k.nodes, nodes);
+    hwloc_bitmap_list_sscanf(k.mem_nodes, nodes);
+    if (avoid) {
+        k.avoid = calloc(1, sizeof(char *));
+        k.avoid[0] = strdup(avoid);
+        k.navoid = 1;
+    }
+    return k;
+}
+
+static struct plan plan_with(const struct profile *p, const struct topo *t, struct claim *k,
+                             size_t n)
+{
+    struct plan pl;
+    struct err e;
+    struct plan_input in = {p, t, NULL, true, k, n};
+    if (!plan_build(&pl, &in, &e))
+        fail_msg("%s", e.msg);
+    return pl;
+}
+
+static void test_claims(void **state)
+{
+    (void)state;
+    /* two equal nodes: without claims mysql takes node 0 (lowest index) */
+    struct topo t = load_topo("synthetic:pack:2 numa:1 core:4 pu:1");
+    struct profile mysql = load_profile("mysql", NULL);
+    struct plan pl = plan_with(&mysql, &t, NULL, 0);
+    assert_true(hwloc_bitmap_isset(pl.nodes, 0));
+    plan_free(&pl);
+
+    /* mysql avoids nginx: nginx on node 0 sends it to node 1 */
+    struct claim k = live("nginx", "0-3", "0", false, "mysql");
+    pl = plan_with(&mysql, &t, &k, 1);
+    assert_int_equal(hwloc_bitmap_first(pl.nodes), 1);
+    assert_int_equal(hwloc_bitmap_weight(pl.nodes), 1);
+    assert_false(pl.degraded);
+    plan_free(&pl);
+    claim_free(&k);
+
+    /* symmetric: redis names mysql in its own avoid */
+    k = live("redis", "0-3", "0", false, "mysql");
+    pl = plan_with(&mysql, &t, &k, 1);
+    assert_int_equal(hwloc_bitmap_first(pl.nodes), 1);
+    plan_free(&pl);
+    claim_free(&k);
+
+    /* an exclusive claim's CPUs are never taken by another service */
+    struct profile nginx = load_profile("nginx", NULL);
+    k = live("java", "4-7", "1", true, NULL);
+    pl = plan_with(&nginx, &t, &k, 1);
+    char *cpus = bitmap_list(pl.cpus);
+    assert_string_equal(cpus, "0-3");
+    free(cpus);
+    plan_free(&pl);
+    claim_free(&k);
+
+    /* every CPU held exclusively: share, warn, degraded (--strict refuses) */
+    struct claim two[2] = {live("java", "0-3", "0", true, NULL),
+                           live("java", "4-7", "1", true, NULL)};
+    pl = plan_with(&nginx, &t, two, 2);
+    assert_true(pl.degraded);
+    assert_int_equal(hwloc_bitmap_weight(pl.cpus), 8);
+    plan_free(&pl);
+    claim_free(&two[0]);
+    claim_free(&two[1]);
+    topo_free(&t);
+
+    /* one node: keep apart by cores while enough remain */
+    t = load_topo("synthetic:pack:1 numa:1 core:4 pu:1");
+    k = live("mysql", "0-1", "0", false, "nginx");
+    pl = plan_with(&nginx, &t, &k, 1);
+    cpus = bitmap_list(pl.cpus);
+    assert_string_equal(cpus, "2-3");
+    free(cpus);
+    assert_false(pl.degraded);
+    plan_free(&pl);
+    claim_free(&k);
+    /* ... and share with a warning when none remain */
+    k = live("mysql", "0-3", "0", false, "nginx");
+    pl = plan_with(&nginx, &t, &k, 1);
+    assert_int_equal(hwloc_bitmap_weight(pl.cpus), 4);
+    assert_true(pl.degraded);
+    plan_free(&pl);
+    claim_free(&k);
+    topo_free(&t);
+    profile_free(&mysql);
+    profile_free(&nginx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -550,6 +651,7 @@ int main(void)
         cmocka_unit_test(test_env_substitution),
         cmocka_unit_test(test_impossible_asks_are_degraded),
         cmocka_unit_test(test_thp_and_limit_steps),
+        cmocka_unit_test(test_claims),
     };
     return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
 }
