@@ -414,8 +414,13 @@ static int claim(const struct profile *p, const struct plan *pl, struct registry
                       .navoid = p->placement.navoid,
                       .pid = (long)getpid(),
                       .time = (long long)time(NULL)};
-    if (!self_witness(&k.pidns, &k.start, k.boot_id, sizeof(k.boot_id)))
+    if (reg->witness) {
+        k.pidns = reg->pidns;
+        k.start = reg->start;
+        snprintf(k.boot_id, sizeof(k.boot_id), "%s", reg->boot_id);
+    } else {
         k.pid = 0; /* no pid witness: the fd lock alone keeps the claim */
+    }
     int fd = registry_claim(reg, &k, name, n, &e);
     if (fd < 0)
         log_error("registry: %s", e.msg);

@@ -117,6 +117,7 @@ struct ctx {
     hwloc_bitmap_t shunned;       /* CPUs of running services this one avoids (or they it) */
     hwloc_bitmap_t shunned_nodes; /* and their nodes (os indexes) */
     hwloc_bitmap_t claimed;       /* CPUs of every running service */
+    int *claimed_on;              /* per node index: how many of its CPUs are claimed */
     char *shunned_names;          /* for notes: "nginx" or "nginx, mysql" */
 };
 
@@ -162,14 +163,8 @@ static int cmp_rank(const void *a, const void *b, void *ctx)
     uint64_t fx = free_for(t, x), fy = free_for(t, y);
     if (fx != fy)
         return fx > fy ? -1 : 1;
-    hwloc_bitmap_t tmp = hwloc_bitmap_alloc();
-    hwloc_bitmap_and(tmp, t->nodes[x].cpus, c->claimed);
-    int cx = hwloc_bitmap_weight(tmp);
-    hwloc_bitmap_and(tmp, t->nodes[y].cpus, c->claimed);
-    int cy = hwloc_bitmap_weight(tmp);
-    hwloc_bitmap_free(tmp);
-    if (cx != cy)
-        return cx < cy ? -1 : 1;
+    if (c->claimed_on[x] != c->claimed_on[y])
+        return c->claimed_on[x] < c->claimed_on[y] ? -1 : 1;
     return t->nodes[x].os_index < t->nodes[y].os_index ? -1 : 1;
 }
 
@@ -177,6 +172,13 @@ static void rank_nodes(struct ctx *c)
 {
     const struct topo *t = c->t;
     c->rank = xrealloc(NULL, (t->nnodes ? t->nnodes : 1) * sizeof(size_t));
+    c->claimed_on = xcalloc(t->nnodes ? t->nnodes : 1, sizeof(int));
+    hwloc_bitmap_t on = hwloc_bitmap_alloc();
+    for (size_t i = 0; i < t->nnodes; i++) {
+        hwloc_bitmap_and(on, t->nodes[i].cpus, c->claimed);
+        c->claimed_on[i] = hwloc_bitmap_weight(on);
+    }
+    hwloc_bitmap_free(on);
     c->nrank = 0;
     for (size_t i = 0; i < t->nnodes; i++)
         if (!hwloc_bitmap_iszero(c->node_cand[i]))
@@ -935,6 +937,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
         hwloc_bitmap_free(c.node_cand[i]);
     free(c.node_cand);
     free(c.rank);
+    free(c.claimed_on);
     hwloc_bitmap_free(c.cand);
     hwloc_bitmap_free(c.shunned);
     hwloc_bitmap_free(c.shunned_nodes);

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -59,7 +58,8 @@ static bool start_time(const char *stat_path, unsigned long long *start)
     return sscanf(p, " %llu", start) == 1;
 }
 
-bool self_witness(unsigned long long *pidns, unsigned long long *start, char *boot_id, size_t n)
+static bool self_witness(unsigned long long *pidns, unsigned long long *start, char *boot_id,
+                         size_t n)
 {
     struct stat st;
     if (stat("/proc/self/ns/pid", &st) < 0)
@@ -69,13 +69,13 @@ bool self_witness(unsigned long long *pidns, unsigned long long *start, char *bo
            read_line_file("/proc/sys/kernel/random/boot_id", boot_id, n);
 }
 
-static bool pid_alive(const struct claim *c)
+static bool pid_alive(const struct registry *r, const struct claim *c)
 {
-    unsigned long long pidns, start, now;
-    char boot[40], path[64];
-    if (c->pid <= 0 || !self_witness(&pidns, &start, boot, sizeof(boot)))
+    unsigned long long now;
+    char path[64];
+    if (c->pid <= 0 || !r->witness)
         return false;
-    if (pidns != c->pidns || strcmp(boot, c->boot_id) != 0)
+    if (r->pidns != c->pidns || strcmp(r->boot_id, c->boot_id) != 0)
         return false; /* its pid means nothing here: only the fd lock can speak for it */
     snprintf(path, sizeof(path), "/proc/%ld/stat", c->pid);
     return start_time(path, &now) && now == c->start;
@@ -121,28 +121,14 @@ static int on_claim(void *user, const char *section, const char *key, const char
     return 1;
 }
 
-static bool refuse_untrusted(const struct registry *r, int fd, const char *name, struct err *e)
-{
-    struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-        (st.st_mode & (S_IWGRP | S_IWOTH))) {
-        err_set(e, "%s/%s is not a regular file of ours that only we may write; refusing it",
-                r->sd->path, name);
-        return true;
-    }
-    return false;
-}
-
 /* Read one claim; prune it when neither witness keeps it alive. */
 static void check_claim(struct registry *r, const char *name)
 {
-    int fd = openat(r->sd->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     struct err e;
-    if (fd < 0 || refuse_untrusted(r, fd, name, &e)) {
+    int fd = state_open_read(r->sd, name, &e);
+    if (fd < 0) {
         /* not a claim we wrote (a planted symlink, a FIFO): it goes */
-        if (fd >= 0)
-            close(fd);
-        if (fd >= 0 || errno == ELOOP) {
+        if (errno == EPERM) {
             unlinkat(r->sd->fd, name, 0);
             r->pruned++;
         }
@@ -158,7 +144,7 @@ static void check_claim(struct registry *r, const char *name)
                   ini_parse_string(text, on_claim, &c) == 0 && c.profile != NULL;
     free(text);
     close(fd); /* drops our trial lock, if we got it */
-    if (!held && !(parsed && pid_alive(&c))) {
+    if (!held && !(parsed && pid_alive(r, &c))) {
         unlinkat(r->sd->fd, name, 0);
         r->pruned++;
         claim_free(&c);
@@ -184,7 +170,9 @@ bool registry_open(struct registry *r, const struct state_dir *sd, struct err *e
                 errno == ELOOP ? "is a symbolic link; refusing it" : strerror(errno));
         return false;
     }
-    if (refuse_untrusted(r, r->lock_fd, LOCK_NAME, e)) {
+    const char *why = state_distrust(r->lock_fd);
+    if (why) {
+        err_set(e, "%s/%s %s; refusing it", sd->path, LOCK_NAME, why);
         close(r->lock_fd);
         r->lock_fd = -1;
         return false;
@@ -198,6 +186,7 @@ bool registry_open(struct registry *r, const struct state_dir *sd, struct err *e
         r->lock_fd = -1;
         return false;
     }
+    r->witness = self_witness(&r->pidns, &r->start, r->boot_id, sizeof(r->boot_id));
     int dfd = openat(sd->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *dir = dfd >= 0 ? fdopendir(dfd) : NULL;
     if (dir == NULL) {
@@ -217,10 +206,7 @@ bool registry_open(struct registry *r, const struct state_dir *sd, struct err *e
 
 int registry_claim(struct registry *r, const struct claim *c, char *name, size_t n, struct err *e)
 {
-    unsigned long long rnd = 0;
-    if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
-        rnd = (unsigned long long)getpid() << 32 ^ (unsigned long long)time(NULL);
-    snprintf(name, n, CLAIM_PREFIX "%s.%016llx", c->profile, rnd);
+    snprintf(name, n, CLAIM_PREFIX "%s.%016llx", c->profile, state_random());
     /* Not close-on-exec: the command inherits it, and with it the claim. */
     int fd = openat(r->sd->fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
     if (fd < 0) {

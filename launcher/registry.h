@@ -42,6 +42,10 @@ struct registry {
     struct claim *claims; /* live claims, pruned */
     size_t nclaims;
     size_t pruned; /* stale claims removed while reading */
+    /* this process's own witness, read once: what its claim records */
+    bool witness;
+    unsigned long long pidns, start;
+    char boot_id[40];
 };
 
 /* Take the lock and read the live claims, pruning stale ones. */
@@ -59,8 +63,5 @@ void registry_drop(struct registry *r, const char *name, int fd);
 void registry_close(struct registry *r);
 
 void claim_free(struct claim *c);
-
-/* This process's pid-namespace inode and start time, for a claim's witness. */
-bool self_witness(unsigned long long *pidns, unsigned long long *start, char *boot_id, size_t n);
 
 #endif

@@ -102,14 +102,7 @@ int state_open_read(const struct state_dir *sd, const char *name, struct err *e)
         }
         return -1;
     }
-    struct stat st;
-    const char *why = NULL;
-    if (fstat(fd, &st) < 0)
-        why = strerror(errno);
-    else if (!S_ISREG(st.st_mode))
-        why = "is not a regular file";
-    else
-        why = untrusted(&st);
+    const char *why = state_distrust(fd);
     if (why) {
         err_set(e, "%s/%s %s; ignoring it", sd->path, name, why);
         close(fd);
@@ -136,16 +129,23 @@ static bool write_all(int fd, const char *buf, size_t len)
     return true;
 }
 
-/*
- * Temporary files are named .NAME.RANDOM.tmp: a pid is not unique among
- * containers that share a state directory, each tunerun being PID 1 there.
- */
-static void temp_name(char *buf, size_t n, const char *name)
+const char *state_distrust(int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return strerror(errno);
+    if (!S_ISREG(st.st_mode))
+        return "is not a regular file";
+    return untrusted(&st);
+}
+
+/* A pid is not unique among containers sharing a state directory, each tunerun PID 1 there. */
+unsigned long long state_random(void)
 {
     unsigned long long r = 0;
     if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
         r = (unsigned long long)getpid() << 32 ^ (unsigned long long)time(NULL);
-    snprintf(buf, n, ".%s.%016llx.tmp", name, r);
+    return r;
 }
 
 /*
@@ -181,7 +181,7 @@ bool state_write(const struct state_dir *sd, const char *name, const char *const
                  const size_t *lens, size_t n, struct err *e)
 {
     char tmp[256];
-    temp_name(tmp, sizeof(tmp), name);
+    snprintf(tmp, sizeof(tmp), ".%s.%016llx.tmp", name, state_random());
     int fd = openat(sd->fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) {
         err_set(e, "cannot create %s/%s: %s", sd->path, tmp, strerror(errno));

@@ -41,6 +41,15 @@ void state_dir_close(struct state_dir *sd);
 int state_open_read(const struct state_dir *sd, const char *name, struct err *e);
 
 /*
+ * Why an open file is not to be trusted: not a regular file, another
+ * user's, or writable by group or others. NULL when it is ours alone.
+ */
+const char *state_distrust(int fd);
+
+/* A random number for unique names in the state directory. */
+unsigned long long state_random(void);
+
+/*
  * Replace NAME atomically with the concatenation of `n` buffers: write a
  * temporary file beside it, then rename. On failure nothing is left behind.
  */
