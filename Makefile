@@ -23,7 +23,7 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(CFLAGS) $(DEPS_CFL
 
 LIB_SRC  = launcher/util.c launcher/parse.c launcher/log.c launcher/profile.c launcher/topo.c \
            launcher/plan.c launcher/apply.c launcher/report.c launcher/state.c \
-           launcher/registry.c
+           launcher/registry.c launcher/procs.c launcher/ps.c
 LIB_OBJ  = $(LIB_SRC:.c=.o)
 HDRS     = $(filter-out launcher/config.h,$(wildcard launcher/*.h))
 
@@ -56,6 +56,9 @@ tunerun: launcher/main.o $(LIB_OBJ)
 tests/probe: tests/probe.c
 	$(CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(CFLAGS) -o $@ $< -lnuma
 
+tests/claimer: tests/claimer.c $(LIB_OBJ) $(HDRS)
+	$(CC) $(ALL_CFLAGS) -Ilauncher -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(DEPS_LIBS)
+
 tests/test_%: tests/test_%.c $(LIB_OBJ) $(HDRS)
 	$(CC) $(ALL_CFLAGS) -Ilauncher -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(DEPS_LIBS) -lcmocka
 
@@ -68,13 +71,13 @@ demo: deps
 
 # The README's second command: everything, as CI runs it.
 test: test-deps
-	@$(MAKE) --no-print-directory all tests/probe $(UNIT_TESTS)
+	@$(MAKE) --no-print-directory all tests/probe tests/claimer $(UNIT_TESTS)
 	@tests/run-all $(UNIT_TESTS)
 
 unit: all $(UNIT_TESTS)
 	@for t in $(UNIT_TESTS); do $$t || exit 1; done
 
-host-test: all tests/probe
+host-test: all tests/probe tests/claimer
 	@tests/host/run
 
 test-vm: test-deps all tests/probe
@@ -101,4 +104,4 @@ format:
 	clang-format -i launcher/*.c launcher/*.h tests/*.c
 
 clean:
-	rm -f tunerun launcher/*.o launcher/config.h tests/probe $(UNIT_TESTS)
+	rm -f tunerun launcher/*.o launcher/config.h tests/probe tests/claimer $(UNIT_TESTS)

@@ -5,6 +5,7 @@
  * itself and then become the service.
  */
 #include "apply.h"
+#include "procs.h"
 #include "util.h"
 
 #include <errno.h>
@@ -222,23 +223,15 @@ static void apply_mempolicy(const struct plan_step *s, struct step_result *r)
 
 static void apply_affinity(const struct plan_step *s, struct step_result *r)
 {
-    int last = hwloc_bitmap_last(s->u.cpus);
-    size_t ncpu = last < 0 ? 1 : (size_t)last + 1;
-    cpu_set_t *set_ = CPU_ALLOC(ncpu);
-    size_t size = CPU_ALLOC_SIZE(ncpu);
+    size_t size;
+    cpu_set_t *set_ = cpuset_alloc(s->u.cpus, &size);
     char *list = NULL;
     if (set_ == NULL || hwloc_bitmap_list_asprintf(&list, s->u.cpus) < 0) {
         set(r, STEP_FAILED, ENOMEM, "out of memory");
-        CPU_FREE(set_);
+        if (set_)
+            CPU_FREE(set_);
         return;
     }
-    CPU_ZERO_S(size, set_);
-    int cpu;
-    hwloc_bitmap_foreach_begin(cpu, s->u.cpus)
-    {
-        CPU_SET_S((size_t)cpu, size, set_);
-    }
-    hwloc_bitmap_foreach_end();
     /* pid 0: the calling thread, the one that will exec. */
     if (sched_setaffinity(0, size, set_) == 0)
         set(r, STEP_OK, 0, "cpus %s", list);

@@ -57,33 +57,23 @@ static void emit(int priority, const char *fmt, va_list ap)
         fprintf(stderr, "tunerun: %s\n", line);
 }
 
-void log_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    emit(3, fmt, ap);
-    va_end(ap);
-}
+/* The syslog priority of each message kind, and the level from which it is shown. */
+#define LOG_AT(name, priority, from)                                                               \
+    void name(const char *fmt, ...)                                                                \
+    {                                                                                              \
+        if (current_level < (from))                                                                \
+            return;                                                                                \
+        va_list ap;                                                                                \
+        va_start(ap, fmt);                                                                         \
+        emit(priority, fmt, ap);                                                                   \
+        va_end(ap);                                                                                \
+    }
 
-void log_warn(const char *fmt, ...)
-{
-    if (current_level < LOG_NORMAL)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    emit(4, fmt, ap);
-    va_end(ap);
-}
-
-void log_info(const char *fmt, ...)
-{
-    if (current_level < LOG_VERBOSE)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    emit(6, fmt, ap);
-    va_end(ap);
-}
+LOG_AT(log_error, 3, LOG_QUIET)
+LOG_AT(log_warn, 4, LOG_NORMAL)
+/* Something another service will notice (its threads moved): said unless -q. */
+LOG_AT(log_notice, 5, LOG_NORMAL)
+LOG_AT(log_info, 6, LOG_VERBOSE)
 
 void err_set(struct err *e, const char *fmt, ...)
 {

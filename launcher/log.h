@@ -3,7 +3,7 @@
  *
  * Every line reads "tunerun: PROFILE: message". When stderr is the systemd
  * journal (JOURNAL_STREAM names our stderr), each line starts with its
- * syslog priority ("<3>" error, "<4>" warning, "<6>" info) so that
+ * syslog priority ("<3>" error, "<4>" warning, "<5>" notice, "<6>" info) so that
  * `journalctl -p warning` finds tunerun's warnings.
  */
 #ifndef TUNERUN_LOG_H
@@ -21,6 +21,7 @@ enum log_level log_level(void);
 
 void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /*

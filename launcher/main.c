@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "apply.h"
@@ -25,6 +27,8 @@
 #include "plan.h"
 #include "profile.h"
 #include "report.h"
+#include "procs.h"
+#include "ps.h"
 #include "registry.h"
 #include "state.h"
 #include "util.h"
@@ -37,7 +41,7 @@
 #define EXIT_CANNOT_RUN 126
 #define EXIT_NOT_FOUND  127
 
-enum verb { VERB_RUN, VERB_PLAN, VERB_TOPO, VERB_PROFILES };
+enum verb { VERB_RUN, VERB_PLAN, VERB_TOPO, VERB_PROFILES, VERB_PS };
 
 /* The whole state of one invocation, as util-linux tools keep it. */
 struct options {
@@ -59,8 +63,9 @@ static void usage(FILE *out)
     fputs("Usage:\n"
           " tunerun [options] PROFILE -- COMMAND [ARG...]\n"
           " tunerun run [options] PROFILE -- COMMAND [ARG...]\n"
-          " tunerun plan [options] PROFILE\n"
+          " tunerun plan [options] PROFILE [-- COMMAND [ARG...]]\n"
           " tunerun topo [--json] [--topology SRC] [--state-dir DIR]\n"
+          " tunerun ps [--json] [--state-dir DIR]\n"
           " tunerun profiles\n"
           "\n"
           "Place a service on this machine's CPUs and NUMA memory the way its workload\n"
@@ -71,6 +76,8 @@ static void usage(FILE *out)
           " run         apply the profile and execute COMMAND (the default)\n"
           " plan        show what run would do on this machine, and why; change nothing\n"
           " topo        show the topology as tunerun sees it\n"
+          " ps          list the services running under tunerun, their processes, and\n"
+          "             any thread that left its CPUs\n"
           " profiles    list the profiles found and where each comes from\n"
           "\n"
           "Options:\n"
@@ -82,7 +89,7 @@ static void usage(FILE *out)
           "     --state-dir DIR        where launches keep shared state (topology cache,\n"
           "                            running services); default /run/tunerun for root,\n"
           "                            $XDG_RUNTIME_DIR/tunerun for others\n"
-          "     --json                 machine-readable output (plan, topo)\n"
+          "     --json                 machine-readable output (plan, topo, ps)\n"
           " -v, --verbose              print every decision and applied step\n"
           " -q, --quiet                print errors only\n"
           " -h, --help                 display this help\n"
@@ -149,7 +156,9 @@ static int parse_args(int argc, char **argv, struct options *o)
         const char *name;
         enum verb verb;
     } verbs[] = {
-        {"run", VERB_RUN}, {"plan", VERB_PLAN}, {"topo", VERB_TOPO}, {"profiles", VERB_PROFILES}};
+        {"run", VERB_RUN}, {"plan", VERB_PLAN},         {"topo", VERB_TOPO},
+        {"ps", VERB_PS},   {"profiles", VERB_PROFILES},
+    };
     char *pos[3];
     int npos = 0;
     bool first_is_verb = false;
@@ -215,11 +224,14 @@ static int parse_args(int argc, char **argv, struct options *o)
                 npos--;
                 break;
             }
-    if (o->verb == VERB_TOPO || o->verb == VERB_PROFILES) {
+    if (o->verb == VERB_TOPO || o->verb == VERB_PROFILES || o->verb == VERB_PS) {
+        const char *verb = o->verb == VERB_TOPO ? "topo" : o->verb == VERB_PS ? "ps" : "profiles";
         if (npos > 0)
             return usage_error("unexpected argument '%s'", rest[0]);
         if (o->command)
-            return usage_error("%s takes no command", o->verb == VERB_TOPO ? "topo" : "profiles");
+            return usage_error("%s takes no command", verb);
+        if (o->verb == VERB_PS && (o->topology || o->nsets || o->strict || o->profile_file))
+            return usage_error("%s", "ps takes only --json and --state-dir");
         if (o->verb == VERB_PROFILES && (o->json || o->topology || o->nsets || o->strict))
             return usage_error("%s", "profiles takes no options");
         if (o->verb == VERB_TOPO && (o->nsets || o->strict || o->profile_file))
@@ -237,8 +249,8 @@ static int parse_args(int argc, char **argv, struct options *o)
     if (npos == 0 && !o->profile_file)
         return usage_error("%s", "missing PROFILE");
     o->profile_name = npos == 1 ? rest[0] : NULL;
-    if (o->verb == VERB_PLAN && o->command)
-        return usage_error("%s", "plan takes no command; use 'tunerun run'");
+    if (o->verb == VERB_PLAN && o->command && o->command[0] == NULL)
+        return usage_error("%s", "missing COMMAND after '--'");
     if (o->verb == VERB_RUN) {
         if (o->command == NULL)
             return usage_error("%s", "missing '-- COMMAND'");
@@ -371,28 +383,45 @@ static int log_results(const struct plan *pl, const struct step_result *res)
  * reading the claims until just before exec. A planted or foreign lock file
  * is an error, never something to write through.
  */
-static bool open_registry(const struct state_dir *sd, struct registry *reg)
+static bool open_registry(const struct state_dir *sd, struct registry *reg, enum registry_mode mode)
 {
     struct err e;
     memset(reg, 0, sizeof(*reg));
     reg->lock_fd = -1;
     if (sd->fd < 0)
         return true;
-    if (!registry_open(reg, sd, &e)) {
+    if (!registry_open(reg, sd, mode, &e)) {
         log_error("registry: %s", e.msg);
         return false;
     }
-    if (reg->pruned)
-        log_info("registry: removed %zu claim%s of services that are gone", reg->pruned,
-                 reg->pruned == 1 ? "" : "s");
     return true;
 }
 
+struct depends {
+    const struct profile *p;
+    const char *key;
+};
+
+/* What a launch must know is alive: what its plan turns on, and its own earlier self. */
+static bool depends(const struct claim *k, void *arg)
+{
+    const struct depends *d = arg;
+    return plan_depends_on(d->p, k) || (d->key && strcmp(k->key, d->key) == 0);
+}
+
 static bool build_plan(struct plan *pl, struct profile *p, struct topo *t,
-                       const struct state_dir *sd, const struct registry *reg)
+                       const struct state_dir *sd, struct registry *reg, const char *key)
 {
     struct err e;
-    struct plan_input in = {p, t, environ, sd->fd >= 0, reg->claims, reg->nclaims};
+    struct depends d = {p, key};
+    if (sd->fd >= 0)
+        registry_check(reg, depends, &d);
+    if (reg->pruned)
+        log_info("registry: removed %zu claim%s of services that are gone", reg->pruned,
+                 reg->pruned == 1 ? "" : "s");
+    struct plan_input in = {p, t, environ, sd->fd >= 0, reg->claims, reg->nclaims, NULL};
+    if (sd->fd >= 0 && key)
+        in.previous = registry_previous(reg, key);
     if (!plan_build(pl, &in, &e)) {
         log_error("%s", e.msg);
         return false;
@@ -400,20 +429,42 @@ static bool build_plan(struct plan *pl, struct profile *p, struct topo *t,
     return true;
 }
 
+/*
+ * A launch's identity across restarts: its profile and its command line, so
+ * that `systemctl restart` finds the placement it had, and two instances of
+ * one profile with different arguments keep theirs apart. FNV-1a, 64 bits:
+ * a name, not a secret.
+ */
+static void launch_key(const struct profile *p, char *const *command, char *out, size_t n)
+{
+    unsigned long long h = 14695981039346656037ULL;
+    const char *name = p->name ? p->name : "";
+    for (size_t i = 0; i == 0 || command[i - 1]; i++) {
+        const char *s = i == 0 ? name : command[i - 1];
+        for (; *s; s++)
+            h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+        h = (h ^ 0) * 1099511628211ULL; /* the NUL between words */
+    }
+    snprintf(out, n, "%016llx", h);
+}
+
 /* Write this launch's claim; its fd stays open across exec. */
-static int claim(const struct profile *p, const struct plan *pl, struct registry *reg, char *name,
-                 size_t n)
+static int claim(const struct profile *p, const struct plan *pl, const char *key,
+                 struct registry *reg, char *name, size_t n)
 {
     struct err e;
     struct claim k = {.profile = (char *)p->name,
+                      .mpol = (char *)plan_mpol_name(pl->mpol),
                       .cpus = pl->cpus,
                       .nodes = pl->nodes,
                       .mem_nodes = pl->mem_nodes,
                       .exclusive = p->placement.exclusive,
+                      .pool = !p->placement.exclusive && p->placement.cpus == CPUS_ALL,
                       .avoid = p->placement.avoid,
                       .navoid = p->placement.navoid,
                       .pid = (long)getpid(),
                       .time = (long long)time(NULL)};
+    snprintf(k.key, sizeof(k.key), "%s", key);
     if (reg->witness) {
         k.pidns = reg->pidns;
         k.start = reg->start;
@@ -429,16 +480,133 @@ static int claim(const struct profile *p, const struct plan *pl, struct registry
     return fd;
 }
 
+/* A thread whose affinity a shrink changed, and what it was: to undo under --strict. */
+struct moved {
+    long tid;
+    hwloc_bitmap_t was;
+};
+
+struct moves {
+    struct moved *v;
+    size_t n;
+};
+
+static void moves_undo(struct moves *m, bool restore)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        if (restore)
+            thread_set_cpus(m->v[i].tid, m->v[i].was);
+        hwloc_bitmap_free(m->v[i].was);
+    }
+    free(m->v);
+    memset(m, 0, sizeof(*m));
+}
+
+/*
+ * Move every thread of one process off `taken`. A thread left with no CPU
+ * (one pinned to a taken CPU, as nginx's worker_cpu_affinity does) gets
+ * what its service keeps. Returns how many threads failed to move.
+ */
+static int shrink_process(long pid, hwloc_const_bitmap_t taken, hwloc_const_bitmap_t keeps,
+                          const char *who, struct moves *m, size_t *moved)
+{
+    struct pid_list tids;
+    int failed = 0;
+    if (!procs_threads(pid, &tids))
+        return 0; /* exited meanwhile */
+    hwloc_bitmap_t cur = hwloc_bitmap_alloc(), want = hwloc_bitmap_alloc();
+    for (size_t i = 0; i < tids.n; i++) {
+        if (thread_cpus(tids.v[i], cur) < 0)
+            continue; /* exited meanwhile */
+        hwloc_bitmap_andnot(want, cur, taken);
+        if (hwloc_bitmap_iszero(want))
+            hwloc_bitmap_copy(want, keeps);
+        if (hwloc_bitmap_isequal(want, cur))
+            continue;
+        if (thread_set_cpus(tids.v[i], want) < 0) {
+            if (errno != ESRCH) {
+                log_warn("%s: cannot move thread %ld of pid %ld off CPUs it yields: %s", who,
+                         tids.v[i], pid, strerror(errno));
+                failed++;
+            }
+            continue;
+        }
+        bool seen = false;
+        for (size_t k = 0; k < m->n && !seen; k++)
+            seen = m->v[k].tid == tids.v[i];
+        if (!seen) {
+            m->v = xrealloc(m->v, (m->n + 1) * sizeof(*m->v));
+            m->v[m->n++] = (struct moved){tids.v[i], hwloc_bitmap_dup(cur)};
+            (*moved)++;
+        }
+    }
+    hwloc_bitmap_free(cur);
+    hwloc_bitmap_free(want);
+    pid_list_free(&tids);
+    return failed;
+}
+
+/*
+ * Running shared services yield the CPUs this launch takes (plan.shrinks):
+ * every thread of every process that holds the claim, plus the claim's own
+ * pid for daemons that closed the fd. Passes repeat until one moves
+ * nothing, to catch threads and workers started meanwhile. Returns the
+ * number of failures; `m` records what moved.
+ */
+static int shrink_services(const struct plan *pl, struct registry *reg, struct moves *m)
+{
+    int failed = 0;
+    for (size_t i = 0; i < pl->nshrinks; i++) {
+        const struct plan_shrink *s = &pl->shrinks[i];
+        const struct claim *k = &reg->claims[s->claim];
+        struct stat st;
+        struct pid_list holders = {0};
+        if (fstatat(reg->sd->fd, k->file, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+            struct file_id id = {st.st_dev, st.st_ino};
+            procs_holding(&id, 1, &holders);
+        }
+        if (registry_pid_alive(reg, k))
+            pid_list_add(&holders, k->pid);
+        char *taken = bitmap_list(pl->cpus), *keeps = bitmap_list(s->cpus);
+        if (holders.n == 0) {
+            log_warn("%s: none of its processes is visible from here (another pid namespace?), "
+                     "so it keeps CPUs %s too",
+                     k->profile, taken);
+            failed++;
+        } else {
+            size_t moved = 0;
+            int f = 0;
+            for (int pass = 0; pass < 3; pass++) {
+                size_t was = moved;
+                for (size_t h = 0; h < holders.n; h++)
+                    f += shrink_process(holders.v[h], pl->cpus, s->cpus, k->profile, m, &moved);
+                if (moved == was || f)
+                    break;
+            }
+            failed += f;
+            log_notice("%s: moved %zu thread%s of %zu process%s off CPUs %s; it keeps CPUs %s",
+                       k->profile, moved, moved == 1 ? "" : "s", holders.n,
+                       holders.n == 1 ? "" : "es", taken, keeps);
+        }
+        free(taken);
+        free(keeps);
+        pid_list_free(&holders);
+    }
+    return failed;
+}
+
 static int run(const struct options *o, struct profile *p, struct topo *t,
                const struct state_dir *sd)
 {
     struct plan pl;
     struct registry reg;
     char name[256];
+    char key[CLAIM_KEY_LEN + 1];
     int claim_fd = -1;
-    if (!open_registry(sd, &reg))
+    launch_key(p, o->command, key, sizeof(key));
+    if (!open_registry(sd, &reg, REGISTRY_WRITE))
         return EXIT_TUNERUN;
-    if (!build_plan(&pl, p, t, sd, &reg)) {
+    if (!build_plan(&pl, p, t, sd, &reg, key)) {
         registry_close(&reg);
         return EXIT_TUNERUN;
     }
@@ -450,7 +618,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         registry_close(&reg);
         return EXIT_TUNERUN;
     }
-    if (sd->fd >= 0 && (claim_fd = claim(p, &pl, &reg, name, sizeof(name))) < 0) {
+    if (sd->fd >= 0 && (claim_fd = claim(p, &pl, key, &reg, name, sizeof(name))) < 0) {
         plan_free(&pl);
         registry_close(&reg);
         return EXIT_TUNERUN;
@@ -458,7 +626,6 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     struct step_result *res = xcalloc(pl.nsteps ? pl.nsteps : 1, sizeof(*res));
     apply_plan(&pl, res);
     int failed = log_results(&pl, res);
-    plan_free(&pl);
     free(res);
     if (o->strict && failed) {
         log_error("--strict: %d step%s failed; not executing %s", failed, failed == 1 ? "" : "s",
@@ -466,9 +633,30 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         if (claim_fd >= 0)
             registry_drop(&reg, name, claim_fd);
         registry_close(&reg);
+        plan_free(&pl);
         return EXIT_TUNERUN;
     }
-    registry_close(&reg); /* the lock goes; the claim stays with its fd */
+    struct moves moves = {0};
+    int stuck = shrink_services(&pl, &reg, &moves);
+    if (o->strict && stuck) {
+        log_error("--strict: %d thread%s of running services could not yield their CPUs; "
+                  "moved the others back; not executing %s",
+                  stuck, stuck == 1 ? "" : "s", o->command[0]);
+        moves_undo(&moves, true);
+        registry_drop(&reg, name, claim_fd);
+        registry_close(&reg);
+        plan_free(&pl);
+        return EXIT_TUNERUN;
+    }
+    moves_undo(&moves, false);
+    for (size_t i = 0; i < pl.nshrinks; i++) {
+        struct err e;
+        const struct plan_shrink *s = &pl.shrinks[i];
+        if (!registry_update(&reg, s->claim, s->cpus, s->nodes, &e))
+            log_warn("registry: %s", e.msg);
+    }
+    plan_free(&pl);
+    registry_release(&reg); /* the lock goes; the claim stays with its fd */
     log_info("executing %s", o->command[0]);
     fflush(NULL);
     execvp(o->command[0], o->command);
@@ -476,6 +664,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     log_error("cannot execute '%s': %s", o->command[0], strerror(error));
     if (claim_fd >= 0)
         registry_drop(&reg, name, claim_fd);
+    registry_close(&reg);
     return error == ENOENT || error == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
 }
 
@@ -484,9 +673,12 @@ static int show_plan(const struct options *o, struct profile *p, struct topo *t,
 {
     struct plan pl;
     struct registry reg;
-    if (!open_registry(sd, &reg))
+    char key[CLAIM_KEY_LEN + 1];
+    if (o->command)
+        launch_key(p, o->command, key, sizeof(key));
+    if (!open_registry(sd, &reg, REGISTRY_WRITE))
         return EXIT_TUNERUN;
-    bool built = build_plan(&pl, p, t, sd, &reg);
+    bool built = build_plan(&pl, p, t, sd, &reg, o->command ? key : NULL);
     registry_close(&reg);
     if (!built)
         return EXIT_TUNERUN;
@@ -497,6 +689,29 @@ static int show_plan(const struct options *o, struct profile *p, struct topo *t,
     int status = o->strict && pl.degraded ? EXIT_TUNERUN : 0;
     plan_free(&pl);
     return status;
+}
+
+/* tunerun ps: nothing to list is no error; a state directory that cannot be used is. */
+static int list_services(const struct options *o, struct state_dir *sd)
+{
+    struct err e;
+    enum state_status st = state_dir_open(sd, o->state_dir, &e);
+    if (st == STATE_UNAVAILABLE && o->state_dir == NULL) {
+        if (o->json)
+            printf("{\"state_dir\": null, \"claims\": []}\n");
+        else
+            printf("no service is running under tunerun here (%s)\n", e.msg);
+        return 0;
+    }
+    if (st != STATE_OK) {
+        log_error("%s%s", o->state_dir ? "--state-dir: " : "", e.msg);
+        return EXIT_TUNERUN;
+    }
+    if (!ps_show(stdout, sd, o->json, &e)) {
+        log_error("registry: %s", e.msg);
+        return EXIT_TUNERUN;
+    }
+    return 0;
 }
 
 /*
@@ -547,6 +762,10 @@ int main(int argc, char **argv)
 
     if (o.verb == VERB_PROFILES) {
         status = list_profiles(&paths);
+        goto out;
+    }
+    if (o.verb == VERB_PS) {
+        status = list_services(&o, &sd);
         goto out;
     }
     if (o.verb == VERB_TOPO) {

@@ -114,11 +114,23 @@ struct ctx {
     hwloc_bitmap_t *node_cand; /* per node index: its candidate CPUs */
     size_t *rank;              /* eligible node indexes, best first */
     size_t nrank;
-    hwloc_bitmap_t shunned;       /* CPUs of running services this one avoids (or they it) */
+    /*
+     * Running shared services this one must not share CPUs with: those it
+     * avoids (or that avoid it), and every shared one when this one is
+     * exclusive. Kept apart by nodes, then by cores; failing both, they
+     * yield CPUs to it (phase 3b).
+     */
+    hwloc_bitmap_t shunned;       /* their CPUs */
     hwloc_bitmap_t shunned_nodes; /* and their nodes (os indexes) */
+    bool *conflict;               /* per claim: one of them */
+    bool *yields;                 /* per claim: one of them that can give CPUs up to this one */
+    bool shrinking;               /* none of the pool is free of them: they yield */
     hwloc_bitmap_t claimed;       /* CPUs of every running service */
     int *claimed_on;              /* per node index: how many of its CPUs are claimed */
     char *shunned_names;          /* for notes: "nginx" or "nginx, mysql" */
+    const struct claim *claims;
+    size_t nclaims;
+    const struct claim *prev; /* the placement this launch had before, when free now */
 };
 
 /* The node a node's memory comes from: itself, or the nearest with memory. */
@@ -148,8 +160,9 @@ static uint64_t free_for(const struct topo *t, size_t i)
 }
 
 /*
- * Best first: no running service it avoids (or that avoids it), most free
- * memory, fewest CPUs claimed by running services, lowest os index.
+ * Best first: no running service it avoids (or that avoids it), where it
+ * ran before a restart, most free memory, fewest CPUs claimed by running
+ * services, lowest os index.
  */
 static int cmp_rank(const void *a, const void *b, void *ctx)
 {
@@ -160,6 +173,12 @@ static int cmp_rank(const void *a, const void *b, void *ctx)
          ay = hwloc_bitmap_isset(c->shunned_nodes, t->nodes[y].os_index);
     if (ax != ay)
         return ax ? 1 : -1;
+    if (c->prev) {
+        bool px = hwloc_bitmap_isset(c->prev->nodes, t->nodes[x].os_index),
+             py = hwloc_bitmap_isset(c->prev->nodes, t->nodes[y].os_index);
+        if (px != py)
+            return px ? -1 : 1;
+    }
     uint64_t fx = free_for(t, x), fy = free_for(t, y);
     if (fx != fy)
         return fx > fy ? -1 : 1;
@@ -203,11 +222,18 @@ static bool at_odds(const struct profile *p, const struct claim *k)
            (p->name && names_in(p->name, k->avoid, k->navoid));
 }
 
+bool plan_depends_on(const struct profile *p, const struct claim *k)
+{
+    return k->exclusive || p->placement.exclusive || at_odds(p, k);
+}
+
 /*
- * Exclusive claims are hard: their CPUs leave the candidates (and an
- * exclusive service takes no claimed CPU), unless nothing would be left,
- * which shares and warns. avoid is soft: it ranks nodes and, where no node
- * is free of the avoided service, separates by cores.
+ * Exclusive claims are hard: their CPUs leave the candidates, unless
+ * nothing would be left, which shares and warns. Shared services this one
+ * conflicts with (avoid, either way; or this one is exclusive) are soft:
+ * they rank nodes, then separate by cores, and where neither is possible
+ * they yield CPUs, as Kubernetes' static CPU manager shrinks its shared
+ * pool for an exclusive container.
  */
 static void note_claims(struct ctx *c, const struct plan_input *in)
 {
@@ -215,6 +241,10 @@ static void note_claims(struct ctx *c, const struct plan_input *in)
     c->shunned = hwloc_bitmap_alloc();
     c->shunned_nodes = hwloc_bitmap_alloc();
     c->claimed = hwloc_bitmap_alloc();
+    c->claims = in->claims;
+    c->nclaims = in->nclaims;
+    c->conflict = xcalloc(in->nclaims ? in->nclaims : 1, sizeof(bool));
+    c->yields = xcalloc(in->nclaims ? in->nclaims : 1, sizeof(bool));
     if (!in->registry) {
         if (p->placement.navoid || p->placement.exclusive)
             note(c->pl, NOTE_INFO,
@@ -226,9 +256,13 @@ static void note_claims(struct ctx *c, const struct plan_input *in)
     for (size_t i = 0; i < in->nclaims; i++) {
         const struct claim *k = &in->claims[i];
         hwloc_bitmap_or(c->claimed, c->claimed, k->cpus);
-        if (k->exclusive || p->placement.exclusive)
+        if (k->exclusive) {
             hwloc_bitmap_or(held, held, k->cpus);
-        if (at_odds(p, k)) {
+        } else if (at_odds(p, k) || p->placement.exclusive) {
+            c->conflict[i] = true;
+            /* a shared pool (cpus = all) gives CPUs up to a placed service, never to another pool
+             */
+            c->yields[i] = k->pool && p->placement.cpus != CPUS_ALL;
             hwloc_bitmap_or(c->shunned, c->shunned, k->cpus);
             hwloc_bitmap_or(c->shunned_nodes, c->shunned_nodes, k->nodes);
             if (c->shunned_names == NULL || !strstr(c->shunned_names, k->profile)) {
@@ -242,15 +276,14 @@ static void note_claims(struct ctx *c, const struct plan_input *in)
     if (hwloc_bitmap_intersects(held, c->cand)) {
         char *list = bitmap_list(held);
         if (hwloc_bitmap_isincluded(c->cand, held)) {
-            note(c->pl, NOTE_WARN, "every candidate CPU is claimed %s (CPUs %s); sharing them",
-                 p->placement.exclusive ? "by running services, and this one is exclusive"
-                                        : "exclusively by running services",
+            note(c->pl, NOTE_WARN,
+                 "every candidate CPU is claimed exclusively by running services (CPUs %s); "
+                 "sharing them",
                  list);
         } else {
             hwloc_bitmap_andnot(c->cand, c->cand, held);
-            note(c->pl, NOTE_INFO, "CPUs %s are claimed %s; not using them", list,
-                 p->placement.exclusive ? "by running services and this one is exclusive"
-                                        : "exclusively by running services");
+            note(c->pl, NOTE_INFO,
+                 "CPUs %s are claimed exclusively by running services; not using them", list);
         }
         free(list);
     }
@@ -259,7 +292,52 @@ static void note_claims(struct ctx *c, const struct plan_input *in)
         note(c->pl, NOTE_INFO, "avoid/exclusive: no running service to keep apart from");
 }
 
-/* Where the chosen CPUs meet an avoided service's, keep off its cores if any remain. */
+/*
+ * A restarted service gets back the placement it had, when that is still
+ * free: every CPU still a candidate, and no conflicting service there now.
+ */
+static void note_previous(struct ctx *c, const struct claim *prev)
+{
+    if (prev == NULL)
+        return;
+    char *list = bitmap_list(prev->cpus);
+    if (hwloc_bitmap_isincluded(prev->cpus, c->cand) &&
+        !hwloc_bitmap_intersects(prev->cpus, c->shunned) && !hwloc_bitmap_iszero(prev->nodes)) {
+        c->prev = prev;
+        note(c->pl, NOTE_INFO, "restarted: it ran on CPUs %s before, and they are free", list);
+    } else {
+        note(c->pl, NOTE_INFO,
+             "restarted: it ran on CPUs %s before, but they are taken or gone now; placing it "
+             "afresh",
+             list);
+    }
+    free(list);
+}
+
+/*
+ * The cores of claim k among `take` that it keeps when it yields: its last
+ * core there, when it would otherwise be left with no CPU at all.
+ */
+static void reserve_last_core(const struct ctx *c, const struct claim *k, hwloc_bitmap_t take)
+{
+    if (!hwloc_bitmap_isincluded(k->cpus, take))
+        return;
+    hwloc_bitmap_t mine = hwloc_bitmap_alloc();
+    hwloc_bitmap_and(mine, k->cpus, take);
+    int last = hwloc_bitmap_last(mine);
+    hwloc_bitmap_clr(take, (unsigned)last);
+    for (size_t i = 0; i < c->t->ncores; i++)
+        if (hwloc_bitmap_isset(c->t->cores[i], (unsigned)last)) {
+            hwloc_bitmap_and(mine, mine, c->t->cores[i]);
+            hwloc_bitmap_andnot(take, take, mine);
+        }
+    hwloc_bitmap_free(mine);
+}
+
+/*
+ * Where the chosen CPUs meet a conflicting service's: keep off its cores if
+ * any remain; else have it yield them, as long as it keeps a core.
+ */
 static void separate_by_cores(struct ctx *c)
 {
     const struct topo *t = c->t;
@@ -274,10 +352,25 @@ static void separate_by_cores(struct ctx *c)
     if (!hwloc_bitmap_intersects(pool, c->shunned)) {
         /* apart already */
     } else if (hwloc_bitmap_iszero(rest)) {
-        note(c->pl, NOTE_WARN,
-             "no CPU here is free of %s, which this profile keeps apart from; "
-             "sharing its CPUs",
-             c->shunned_names);
+        hwloc_bitmap_t take = hwloc_bitmap_dup(pool);
+        for (size_t i = 0; i < c->nclaims; i++)
+            if (c->conflict[i] && !c->yields[i])
+                hwloc_bitmap_andnot(take, take, c->claims[i].cpus);
+        for (size_t i = 0; i < c->nclaims; i++)
+            if (c->yields[i])
+                reserve_last_core(c, &c->claims[i], take);
+        if (hwloc_bitmap_iszero(take)) {
+            note(c->pl, NOTE_WARN,
+                 "no CPU here is free of %s, which this profile keeps apart from, and it "
+                 "cannot yield any; sharing its CPUs",
+                 c->shunned_names);
+        } else {
+            c->shrinking = true;
+            hwloc_bitmap_and(c->cand, c->cand, take);
+            for (size_t i = 0; i < t->nnodes; i++)
+                hwloc_bitmap_and(c->node_cand[i], c->node_cand[i], take);
+        }
+        hwloc_bitmap_free(take);
     } else {
         char *list = bitmap_list(rest);
         note(c->pl, NOTE_INFO, "%s runs on these nodes too; keeping apart by cores: CPUs %s",
@@ -350,6 +443,8 @@ static void choose_nodes(struct ctx *c)
     size_t *chosen = xrealloc(NULL, (want ? want : 1) * sizeof(size_t));
     if (want == c->nrank)
         memcpy(chosen, c->rank, want * sizeof(size_t));
+    else if (c->prev && (size_t)hwloc_bitmap_weight(c->prev->nodes) == want)
+        memcpy(chosen, c->rank, want * sizeof(size_t)); /* it ranks them first */
     else if (want == 1)
         chosen[0] = c->rank[0];
     else
@@ -360,6 +455,11 @@ static void choose_nodes(struct ctx *c)
 
     if (p->placement.nodes == 0) {
         note(pl, NOTE_INFO, "nodes: all %zu that can host CPUs here", want);
+    } else if (c->prev && hwloc_bitmap_isincluded(pl->nodes, c->prev->nodes)) {
+        char *list = bitmap_list(pl->nodes);
+        note(pl, NOTE_INFO, "node%s %s: where this service ran before it was restarted",
+             want == 1 ? "" : "s", list);
+        free(list);
     } else if (want == 1) {
         size_t n = chosen[0];
         if (c->nrank == 1)
@@ -462,6 +562,9 @@ static void choose_cpus(struct ctx *c)
 
     if (want == have) {
         hwloc_bitmap_copy(pl->cpus, pool);
+    } else if (c->prev && hwloc_bitmap_isincluded(c->prev->cpus, pool) &&
+               hwloc_bitmap_weight(c->prev->cpus) == (int)want) {
+        hwloc_bitmap_copy(pl->cpus, c->prev->cpus); /* as before the restart */
     } else {
         /* Spread the count over the chosen nodes in proportion, compact within each. */
         unsigned taken = 0;
@@ -487,6 +590,37 @@ static void choose_cpus(struct ctx *c)
          p->placement.smt ? "" : ": one PU per core (smt = no)");
     free(list);
     hwloc_bitmap_free(pool);
+}
+
+/* ---- phase 3b: running services yield -------------------------------------- */
+
+static void add_shrinks(struct ctx *c)
+{
+    const struct topo *t = c->t;
+    struct plan *pl = c->pl;
+    for (size_t i = 0; c->shrinking && i < c->nclaims; i++) {
+        const struct claim *k = &c->claims[i];
+        if (!c->yields[i] || !hwloc_bitmap_intersects(k->cpus, pl->cpus))
+            continue;
+        struct plan_shrink *s;
+        pl->shrinks = xrealloc(pl->shrinks, (pl->nshrinks + 1) * sizeof(*pl->shrinks));
+        s = &pl->shrinks[pl->nshrinks++];
+        s->claim = i;
+        s->cpus = hwloc_bitmap_alloc();
+        s->nodes = hwloc_bitmap_alloc();
+        hwloc_bitmap_andnot(s->cpus, k->cpus, pl->cpus);
+        for (size_t n = 0; n < t->nnodes; n++)
+            if (hwloc_bitmap_intersects(t->nodes[n].cpus, s->cpus))
+                hwloc_bitmap_set(s->nodes, t->nodes[n].os_index);
+        hwloc_bitmap_t given = hwloc_bitmap_alloc();
+        hwloc_bitmap_and(given, k->cpus, pl->cpus);
+        char *gives = bitmap_list(given), *keeps = bitmap_list(s->cpus);
+        hwloc_bitmap_free(given);
+        note(pl, NOTE_INFO, "%s, a shared pool, yields CPUs %s to it and keeps CPUs %s", k->profile,
+             gives, keeps);
+        free(gives);
+        free(keeps);
+    }
 }
 
 /* ---- phase 4: memory ------------------------------------------------------ */
@@ -913,6 +1047,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
         free(aff);
     }
     note_claims(&c, in);
+    note_previous(&c, in->previous);
     c.node_cand = xrealloc(NULL, (t->nnodes ? t->nnodes : 1) * sizeof(hwloc_bitmap_t));
     for (size_t i = 0; i < t->nnodes; i++) {
         c.node_cand[i] = hwloc_bitmap_alloc();
@@ -927,6 +1062,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
         choose_nodes(&c);
         separate_by_cores(&c);
         choose_cpus(&c);
+        add_shrinks(&c);
         settle_nodes(&c);
     }
     add_limit_steps(&c);
@@ -938,6 +1074,8 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     free(c.node_cand);
     free(c.rank);
     free(c.claimed_on);
+    free(c.conflict);
+    free(c.yields);
     hwloc_bitmap_free(c.cand);
     hwloc_bitmap_free(c.shunned);
     hwloc_bitmap_free(c.shunned_nodes);
@@ -961,6 +1099,11 @@ void plan_free(struct plan *pl)
         }
     }
     free(pl->steps);
+    for (size_t i = 0; i < pl->nshrinks; i++) {
+        hwloc_bitmap_free(pl->shrinks[i].cpus);
+        hwloc_bitmap_free(pl->shrinks[i].nodes);
+    }
+    free(pl->shrinks);
     for (size_t i = 0; i < pl->nnotes; i++)
         free(pl->notes[i].text);
     free(pl->notes);

@@ -67,6 +67,13 @@ struct plan_note {
     char *text;
 };
 
+/* A running shared service that yields CPUs to this one (see note_claims). */
+struct plan_shrink {
+    size_t claim;         /* index into plan_input.claims */
+    hwloc_bitmap_t cpus;  /* what it keeps */
+    hwloc_bitmap_t nodes; /* the nodes of those */
+};
+
 struct plan {
     const char *profile;      /* the profile's name; borrowed */
     hwloc_bitmap_t cpus;      /* the service's CPUs */
@@ -78,6 +85,8 @@ struct plan {
     size_t nsteps;
     struct plan_note *notes;
     size_t nnotes;
+    struct plan_shrink *shrinks; /* applied by main after this process's own steps */
+    size_t nshrinks;
     bool degraded; /* some warning: the profile is not fully honoured (--strict refuses) */
 };
 
@@ -88,7 +97,14 @@ struct plan_input {
     bool registry;              /* the claims below are known (a state directory is in use) */
     const struct claim *claims; /* live claims of running services */
     size_t nclaims;
+    const struct claim *previous; /* where this launch ran when it last ended, or NULL */
 };
+
+/*
+ * Whether a plan for p can turn on claim k (exclusive, or in conflict): the
+ * claims whose liveness a launch must make sure of (registry_check()).
+ */
+bool plan_depends_on(const struct profile *p, const struct claim *k);
 
 /* False only when no plan exists at all (no usable CPU); e says why. */
 bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e);

@@ -1,11 +1,32 @@
 /*
- * registry.c - claims in the state directory, kept alive by flock.
+ * registry.c - claims in the state directory, kept alive by file locks.
  *
- * Claim files are small INI files read with inih, like profiles. Liveness
- * is asked of the kernel, never of the file: a claim whose fd some process
- * still holds (flock LOCK_SH) refuses our LOCK_EX|LOCK_NB. A claim nobody
- * holds is alive only while its pid, in the same pid namespace and boot,
- * still has the start time it was written with.
+ * Liveness is asked of the kernel, never of a file. Each claim file carries
+ * an open file description lock (F_OFD_SETLK, read, whole file). OFD locks,
+ * like flock and unlike POSIX locks, belong to the open file: they pass
+ * through fork and exec, outlive the process that took them while a child
+ * holds the fd, and go when the last holder exits. A probe opens the file
+ * and asks (F_OFD_GETLK) without taking anything. A claim nobody holds is
+ * alive only while its pid, in the same pid namespace and boot, still has
+ * the start time it was written with.
+ *
+ * The table, `claims`, holds one line per claim, its claim file's name
+ * first, and an `ended` line for each claim pruned, naming its file and
+ * where it ran:
+ *
+ *   claim.mysql.3f2a... profile=mysql key=... cpus=0-3 nodes=0 ... time=...
+ *   ended claim.redis.77c1... profile=redis key=... cpus=4-7 ... time=...
+ *
+ * Launches append to it; it is written whole only when lines that no
+ * longer count outnumber a quarter of the live ones. Probing a claim costs
+ * an open, so a launch probes only the claims its plan depends on (see
+ * registry_check()) and a few others in turn; with a thousand shared
+ * services running, a launch reads their lines but probes few of them.
+ *
+ * Lines are parsed here by hand rather than with inih, as profiles are:
+ * every launch reads every claim, and one line each keeps that to a split
+ * per line. Every value is a profile name, an hwloc list or a number, none
+ * with a space. Unknown keys are skipped, so a newer tunerun can add some.
  */
 #include "registry.h"
 #include "parse.h"
@@ -14,23 +35,35 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/sysmacros.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define LOCK_NAME    "lock"
+#define TABLE_NAME   "claims"
 #define CLAIM_PREFIX "claim."
-#define CLAIM_MAX    (64 * 1024)
+#define TABLE_MAX    (64u << 20)
+#define CLAIM_MAX    (64u << 10)
+#define ENDED_KEPT   256 /* launch keys whose last placement is remembered */
+#define ENDED_TOKEN  "ended"
+#define CHECK_ALL    64 /* up to this many claims, a launch probes them all */
+#define CHECK_BATCH  16 /* past it, this many others in turn, beyond what it depends on */
+
+static const char table_header[] =
+    "# tunerun claims, one line per service; each lives while its claim file is held\n";
+static const char claim_header[] =
+    "# a service launched by tunerun; its claim lives while a process holds this file\n";
 
 void claim_free(struct claim *c)
 {
     free(c->file);
     free(c->profile);
+    free(c->mpol);
     hwloc_bitmap_free(c->cpus);
     hwloc_bitmap_free(c->nodes);
     hwloc_bitmap_free(c->mem_nodes);
@@ -39,6 +72,250 @@ void claim_free(struct claim *c)
     free(c->avoid);
     memset(c, 0, sizeof(*c));
 }
+
+static void claim_init(struct claim *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->cpus = hwloc_bitmap_alloc();
+    c->nodes = hwloc_bitmap_alloc();
+    c->mem_nodes = hwloc_bitmap_alloc();
+}
+
+static void claim_copy(struct claim *to, const struct claim *from)
+{
+    claim_init(to);
+    to->file = from->file ? xstrdup(from->file) : NULL;
+    to->profile = xstrdup(from->profile);
+    memcpy(to->key, from->key, sizeof(to->key));
+    hwloc_bitmap_copy(to->cpus, from->cpus);
+    hwloc_bitmap_copy(to->nodes, from->nodes);
+    hwloc_bitmap_copy(to->mem_nodes, from->mem_nodes);
+    to->mpol = from->mpol ? xstrdup(from->mpol) : NULL;
+    to->exclusive = from->exclusive;
+    to->pool = from->pool;
+    to->avoid = xcalloc(from->navoid ? from->navoid : 1, sizeof(char *));
+    for (size_t i = 0; i < from->navoid; i++)
+        to->avoid[i] = xstrdup(from->avoid[i]);
+    to->navoid = from->navoid;
+    to->pid = from->pid;
+    to->pidns = from->pidns;
+    to->start = from->start;
+    memcpy(to->boot_id, from->boot_id, sizeof(to->boot_id));
+    to->time = from->time;
+}
+
+/* ---- one claim as one line -------------------------------------------- */
+
+static char *format_record(const struct claim *c, const char *file)
+{
+    char *cpus = bitmap_list(c->cpus), *nodes = bitmap_list(c->nodes),
+         *mem = bitmap_list(c->mem_nodes);
+    char *avoid = xstrdup("");
+    for (size_t i = 0; i < c->navoid; i++) {
+        char *a = xasprintf("%s%s%s", avoid, i ? "," : "", c->avoid[i]);
+        free(avoid);
+        avoid = a;
+    }
+    char *line = xasprintf("%s profile=%s key=%s cpus=%s nodes=%s mem_nodes=%s mpol=%s "
+                           "exclusive=%s pool=%s avoid=%s pid=%ld pidns=%llu start=%llu "
+                           "boot_id=%s time=%lld\n",
+                           file, c->profile, c->key, cpus, nodes, mem, c->mpol ? c->mpol : "",
+                           c->exclusive ? "yes" : "no", c->pool ? "yes" : "no", avoid, c->pid,
+                           c->pidns, c->start, c->boot_id, c->time);
+    free(cpus);
+    free(nodes);
+    free(mem);
+    free(avoid);
+    return line;
+}
+
+/* "ended claim.X profile=...": where a claim ran, kept after it ended */
+static char *format_ended(const struct claim *c)
+{
+    char *line = format_record(c, c->file), *ended = xasprintf(ENDED_TOKEN " %s", line);
+    free(line);
+    return ended;
+}
+
+static bool parse_set(hwloc_bitmap_t set, const char *v)
+{
+    if (strcmp(v, "none") == 0) {
+        hwloc_bitmap_zero(set);
+        return true;
+    }
+    return hwloc_bitmap_list_sscanf(set, v) == 0;
+}
+
+/* A bounded copy: snprintf would do, at ten times the cost, a dozen times per claim. */
+static void copy_field(char *dst, size_t n, const char *v)
+{
+    size_t len = strnlen(v, n - 1);
+    memcpy(dst, v, len);
+    dst[len] = '\0';
+}
+
+static bool parse_yes(const char *v, bool *out)
+{
+    if (strcmp(v, "yes") == 0 || strcmp(v, "no") == 0) {
+        *out = v[0] == 'y';
+        return true;
+    }
+    return parse_bool(v, out);
+}
+
+static bool parse_ull(const char *v, unsigned long long *out)
+{
+    unsigned long long n = 0;
+    if (*v == '\0')
+        return false;
+    for (; *v; v++) {
+        unsigned d = (unsigned)(*v - '0');
+        if (d > 9 || n > (~0ULL - d) / 10)
+            return false;
+        n = n * 10 + d;
+    }
+    *out = n;
+    return true;
+}
+
+/*
+ * One key=value. Keys are told apart by their first letter, then length and
+ * bytes: this runs sixteen times per claim, a thousand claims per launch.
+ */
+static bool parse_field(struct claim *c, const char *key, size_t klen, const char *v)
+{
+    unsigned long long n;
+#define IS(name) (klen == sizeof(name) - 1 && memcmp(key, name, sizeof(name) - 1) == 0)
+    switch (key[0]) {
+    case 'a':
+        if (IS("avoid")) {
+            char *list = xstrdup(v), *save = NULL;
+            for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                c->avoid = xrealloc(c->avoid, (c->navoid + 1) * sizeof(*c->avoid));
+                c->avoid[c->navoid++] = xstrdup(t);
+            }
+            free(list);
+        }
+        break;
+    case 'b':
+        if (IS("boot_id"))
+            copy_field(c->boot_id, sizeof(c->boot_id), v);
+        break;
+    case 'c':
+        if (IS("cpus"))
+            return parse_set(c->cpus, v);
+        break;
+    case 'e':
+        if (IS("exclusive"))
+            return parse_yes(v, &c->exclusive);
+        break;
+    case 'k':
+        if (IS("key"))
+            copy_field(c->key, sizeof(c->key), v);
+        break;
+    case 'm':
+        if (IS("mem_nodes"))
+            return parse_set(c->mem_nodes, v);
+        if (IS("mpol")) {
+            free(c->mpol);
+            c->mpol = xstrdup(v);
+        }
+        break;
+    case 'n':
+        if (IS("nodes"))
+            return parse_set(c->nodes, v);
+        break;
+    case 'p':
+        if (IS("profile")) {
+            free(c->profile);
+            c->profile = xstrdup(v);
+        } else if (IS("pid")) {
+            if (!parse_ull(v, &n) || n > (1ULL << 30))
+                return false;
+            c->pid = (long)n;
+        } else if (IS("pidns")) {
+            return parse_ull(v, &c->pidns);
+        } else if (IS("pool")) {
+            return parse_yes(v, &c->pool);
+        }
+        break;
+    case 's':
+        if (IS("start"))
+            return parse_ull(v, &c->start);
+        break;
+    case 't':
+        if (IS("time")) {
+            if (!parse_ull(v, &n))
+                return false;
+            c->time = (long long)n;
+        }
+        break;
+    }
+#undef IS
+    return true;
+}
+
+/*
+ * Parse one line (modified in place): a claim, its file's name first, or an
+ * `ended` placement. False for anything else.
+ */
+static bool parse_record(char *line, struct claim *c, bool *ended)
+{
+    char *p = line, *tok = line;
+    while (*p && *p != ' ')
+        p++;
+    if (*p)
+        *p++ = '\0';
+    *ended = strcmp(tok, ENDED_TOKEN) == 0;
+    if (*ended) {
+        for (tok = p; *p && *p != ' '; p++)
+            ;
+        if (*p)
+            *p++ = '\0';
+    }
+    if (strncmp(tok, CLAIM_PREFIX, strlen(CLAIM_PREFIX)) != 0 || strchr(tok, '/'))
+        return false;
+    c->file = xstrdup(tok);
+    while (*p) {
+        char *key = p;
+        while (*p && *p != '=' && *p != ' ')
+            p++;
+        if (*p != '=')
+            return false;
+        size_t klen = (size_t)(p - key);
+        char *v = ++p;
+        while (*p && *p != ' ')
+            p++;
+        if (*p)
+            *p++ = '\0';
+        if (!parse_field(c, key, klen, v))
+            return false;
+    }
+    return c->profile != NULL && !hwloc_bitmap_iszero(c->cpus);
+}
+
+/*
+ * Call fn on each whole line of text that is not a comment. A last line
+ * without its newline is a write that was cut short: left out, and counted.
+ */
+static void each_line(char *text, size_t *torn, void (*fn)(char *line, void *arg), void *arg)
+{
+    char *p = text;
+    while (*p) {
+        char *nl = strchr(p, '\n');
+        if (nl == NULL) {
+            if (torn)
+                (*torn)++;
+            break;
+        }
+        *nl = '\0';
+        if (*p != '#' && *p != '\0')
+            fn(p, arg);
+        p = nl + 1;
+    }
+}
+
+/* ---- liveness ------------------------------------------------------------ */
 
 /* Field 22 of /proc/PID/stat: the start time in clock ticks after boot. */
 static bool start_time(const char *stat_path, unsigned long long *start)
@@ -81,90 +358,354 @@ static bool pid_alive(const struct registry *r, const struct claim *c)
     return start_time(path, &now) && now == c->start;
 }
 
-static int on_claim(void *user, const char *section, const char *key, const char *value)
+enum held { HELD, NOT_HELD, GONE };
+
+/* The whole file, for the claim's holders (F_RDLCK) or a probe (F_WRLCK). */
+static struct flock whole_file(short type)
 {
-    struct claim *c = user;
-    long v;
-    if (strcmp(section, "claim") != 0)
-        return 1; /* newer versions may add sections */
-    if (strcmp(key, "profile") == 0) {
-        free(c->profile);
-        c->profile = xstrdup(value);
-    } else if (strcmp(key, "cpus") == 0) {
-        return hwloc_bitmap_list_sscanf(c->cpus, value) == 0;
-    } else if (strcmp(key, "nodes") == 0) {
-        return hwloc_bitmap_list_sscanf(c->nodes, value) == 0;
-    } else if (strcmp(key, "mem_nodes") == 0) {
-        return hwloc_bitmap_list_sscanf(c->mem_nodes, value) == 0;
-    } else if (strcmp(key, "exclusive") == 0) {
-        return parse_bool(value, &c->exclusive);
-    } else if (strcmp(key, "avoid") == 0) {
-        char *list = xstrdup(value), *save = NULL;
-        for (char *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
-            c->avoid = xrealloc(c->avoid, (c->navoid + 1) * sizeof(*c->avoid));
-            c->avoid[c->navoid++] = xstrdup(tok);
-        }
-        free(list);
-    } else if (strcmp(key, "pid") == 0) {
-        if (!parse_long(value, 1, 1L << 30, &v))
-            return 0;
-        c->pid = v;
-    } else if (strcmp(key, "pidns") == 0) {
-        return sscanf(value, "%llu", &c->pidns) == 1;
-    } else if (strcmp(key, "start") == 0) {
-        return sscanf(value, "%llu", &c->start) == 1;
-    } else if (strcmp(key, "boot_id") == 0) {
-        snprintf(c->boot_id, sizeof(c->boot_id), "%s", value);
-    } else if (strcmp(key, "time") == 0) {
-        return sscanf(value, "%lld", &c->time) == 1;
-    }
-    return 1;
+    struct flock fl = {.l_type = type, .l_whence = SEEK_SET};
+    return fl;
 }
 
-/* Read one claim; prune it when neither witness keeps it alive. */
-static void check_claim(struct registry *r, const char *name)
+/*
+ * Three syscalls and no trust check: nothing is read from the file (the
+ * table says what the claim is), O_NOFOLLOW refuses a planted symlink and
+ * O_NONBLOCK a FIFO.
+ */
+static enum held probe(const struct registry *r, const char *file)
+{
+    int fd = openat(r->sd->fd, file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? GONE : NOT_HELD;
+    struct flock fl = whole_file(F_WRLCK);
+    bool held = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+    close(fd);
+    return held ? HELD : NOT_HELD;
+}
+
+bool registry_held(const struct registry *r, const struct claim *c)
+{
+    return probe(r, c->file) == HELD;
+}
+
+bool registry_pid_alive(const struct registry *r, const struct claim *c)
+{
+    return pid_alive(r, c);
+}
+
+static void pend(struct registry *r, const char *line)
+{
+    r->lines++;
+    char *all = xasprintf("%s%s", r->pending ? r->pending : "", line);
+    free(r->pending);
+    r->pending = all;
+}
+
+/* The newest placement per key. */
+static void note_ended(struct registry *r, struct claim *c)
+{
+    for (size_t i = 0; i < r->nended; i++) {
+        if (strcmp(r->ended[i].key, c->key) == 0) {
+            claim_free(&r->ended[i]);
+            memmove(&r->ended[i], &r->ended[i + 1], (r->nended - i - 1) * sizeof(*r->ended));
+            r->nended--;
+            break;
+        }
+    }
+    r->ended = xrealloc(r->ended, (r->nended + 1) * sizeof(*r->ended));
+    r->ended[r->nended++] = *c;
+    memset(c, 0, sizeof(*c));
+}
+
+/* Room for one more claim: the array doubles at each power of two. */
+static void claims_grow(struct registry *r)
+{
+    if ((r->nclaims & (r->nclaims - 1)) == 0)
+        r->claims = xrealloc(r->claims, (r->nclaims ? 2 * r->nclaims : 1) * sizeof(*r->claims));
+}
+
+static void keep(struct registry *r, struct claim *c)
+{
+    claims_grow(r);
+    r->claims[r->nclaims++] = *c;
+    memset(c, 0, sizeof(*c));
+}
+
+/*
+ * Whether claim c is alive; if not, prune it (a writer only): remove its
+ * file and add an `ended` line that names it, so that later launches pass
+ * over its line without probing again, and a restart of it finds where it
+ * ran. The claim itself stays for the caller to drop.
+ */
+static bool alive_or_prune(struct registry *r, struct claim *c)
+{
+    enum held h = probe(r, c->file);
+    if (h == HELD || (h == NOT_HELD && pid_alive(r, c)))
+        return true;
+    if (r->readonly)
+        return false;
+    if (h != GONE) {
+        /* unlinkat never follows a symlink: a planted one is removed, not its target */
+        unlinkat(r->sd->fd, c->file, 0);
+        r->pruned++;
+    }
+    char *line = format_ended(c);
+    pend(r, line);
+    free(line);
+    if (c->key[0]) {
+        struct claim copy;
+        claim_copy(&copy, c);
+        note_ended(r, &copy);
+    }
+    return false;
+}
+
+void registry_check(struct registry *r, bool (*depends)(const struct claim *, void *), void *arg)
+{
+    size_t n = r->nclaims, batch = 0, start = n ? state_random() % n : 0, kept = 0;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = (start + k) % n;
+        struct claim *c = &r->claims[i];
+        bool check = n <= CHECK_ALL || depends == NULL || depends(c, arg);
+        if (!check && batch < CHECK_BATCH) {
+            check = true; /* one of a few others, in turn: the stale go eventually */
+            batch++;
+        }
+        if (check && !alive_or_prune(r, c)) {
+            claim_free(c);
+            c->file = NULL; /* dropped below */
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        if (r->claims[i].file)
+            r->claims[kept++] = r->claims[i];
+    r->nclaims = kept;
+}
+
+/* ---- the table ----------------------------------------------------------- */
+
+static bool write_table(struct registry *r, const char *extra, struct err *e)
+{
+    size_t first = r->nended > ENDED_KEPT ? r->nended - ENDED_KEPT : 0;
+    size_t n = 1 + r->nclaims + (r->nended - first) + (extra != NULL);
+    const char **bufs = xcalloc(n, sizeof(char *));
+    size_t *lens = xcalloc(n, sizeof(size_t)), k = 0;
+    bufs[k++] = table_header;
+    for (size_t i = first; i < r->nended; i++)
+        bufs[k++] = format_ended(&r->ended[i]);
+    for (size_t i = 0; i < r->nclaims; i++)
+        bufs[k++] = format_record(&r->claims[i], r->claims[i].file);
+    if (extra)
+        bufs[k++] = extra;
+    for (size_t i = 0; i < n; i++)
+        lens[i] = strlen(bufs[i]);
+    bool ok = state_write(r->sd, TABLE_NAME, bufs, lens, n, e);
+    for (size_t i = 1; i < n - (extra != NULL); i++)
+        free((char *)bufs[i]);
+    free(bufs);
+    free(lens);
+    if (ok) {
+        r->rewrite = false;
+        r->lines = 1 + r->nclaims + (r->nended - first) + (extra != NULL);
+        free(r->pending);
+        r->pending = NULL;
+    }
+    return ok;
+}
+
+/* Append lines. Under the lock nobody else writes; a reader without it skips a torn line. */
+static bool append_table(struct registry *r, const char *lines, struct err *e)
+{
+    int fd =
+        openat(r->sd->fd, TABLE_NAME, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        err_set(e, "%s/%s: %s", r->sd->path, TABLE_NAME, strerror(errno));
+        return false;
+    }
+    const char *why = state_distrust(fd);
+    size_t len = strlen(lines);
+    ssize_t w = why ? -1 : write(fd, lines, len);
+    int error = errno;
+    close(fd);
+    if (why)
+        err_set(e, "%s/%s %s; refusing it", r->sd->path, TABLE_NAME, why);
+    else if (w != (ssize_t)len)
+        err_set(e, "cannot write %s/%s: %s", r->sd->path, TABLE_NAME,
+                w < 0 ? strerror(error) : "short write");
+    if (why == NULL && w == (ssize_t)len) {
+        free(r->pending);
+        r->pending = NULL;
+        return true;
+    }
+    return false;
+}
+
+/* What this launch has to add (pruned claims' placements, then `extra`), appended or whole. */
+static bool flush_table(struct registry *r, const char *extra, struct err *e)
+{
+    size_t live = r->nclaims + (r->nended < ENDED_KEPT ? r->nended : ENDED_KEPT);
+    if (r->rewrite || r->lines > live + 32 + r->nclaims / 4 ||
+        faccessat(r->sd->fd, TABLE_NAME, F_OK, AT_SYMLINK_NOFOLLOW) != 0)
+        return write_table(r, extra, e);
+    char *lines = xasprintf("%s%s", r->pending ? r->pending : "", extra ? extra : "");
+    bool ok = *lines == '\0' || append_table(r, lines, e);
+    free(lines);
+    return ok;
+}
+
+struct table_read {
+    struct registry *r;
+    char **gone; /* claim files that `ended` lines say are gone */
+    size_t ngone, gone_cap;
+    bool bad;
+};
+
+static void on_table_line(char *line, void *arg)
+{
+    struct table_read *tr = arg;
+    struct claim c;
+    bool ended;
+    tr->r->lines++;
+    claim_init(&c);
+    if (!parse_record(line, &c, &ended)) {
+        tr->bad = true;
+        claim_free(&c);
+    } else if (ended) {
+        if (tr->ngone == tr->gone_cap)
+            tr->gone = xrealloc(tr->gone, (tr->gone_cap = 2 * tr->gone_cap + 16) * sizeof(char *));
+        tr->gone[tr->ngone++] = xstrdup(c.file);
+        if (c.key[0])
+            note_ended(tr->r, &c);
+        else
+            claim_free(&c);
+    } else {
+        keep(tr->r, &c);
+    }
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void drop_all(struct registry *r)
+{
+    for (size_t i = 0; i < r->nclaims; i++)
+        claim_free(&r->claims[i]);
+    for (size_t i = 0; i < r->nended; i++)
+        claim_free(&r->ended[i]);
+    r->nclaims = r->nended = 0;
+}
+
+/* Read the table; false when it must be rebuilt (missing, untrusted, unreadable). */
+static bool read_table(struct registry *r)
 {
     struct err e;
-    int fd = state_open_read(r->sd, name, &e);
+    int fd = state_open_read(r->sd, TABLE_NAME, &e);
     if (fd < 0) {
-        /* not a claim we wrote (a planted symlink, a FIFO): it goes */
-        if (errno == EPERM) {
-            unlinkat(r->sd->fd, name, 0);
-            r->pruned++;
-        }
-        return;
+        if (errno != ENOENT)
+            log_warn("registry: %s; rebuilding it from the claim files", e.msg);
+        return false;
     }
-    bool held = flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
     char *text = NULL;
-    size_t len;
-    struct claim c = {.cpus = hwloc_bitmap_alloc(),
-                      .nodes = hwloc_bitmap_alloc(),
-                      .mem_nodes = hwloc_bitmap_alloc()};
-    bool parsed = read_fd_text(fd, CLAIM_MAX, &text, &len) == 0 &&
-                  ini_parse_string(text, on_claim, &c) == 0 && c.profile != NULL;
+    size_t len, torn = 0;
+    int error = read_fd_text(fd, TABLE_MAX, &text, &len);
+    close(fd);
+    if (error) {
+        log_warn("registry: cannot read %s/%s: %s; rebuilding it from the claim files", r->sd->path,
+                 TABLE_NAME, strerror(error));
+        return false;
+    }
+    struct table_read tr = {.r = r};
+    each_line(text, &torn, on_table_line, &tr);
     free(text);
-    close(fd); /* drops our trial lock, if we got it */
-    if (!held && !(parsed && pid_alive(r, &c))) {
-        unlinkat(r->sd->fd, name, 0);
-        r->pruned++;
-        claim_free(&c);
-        return;
+    if (tr.bad) {
+        log_warn("registry: %s/%s holds a line that is not a claim; rebuilding it from the "
+                 "claim files",
+                 r->sd->path, TABLE_NAME);
+        drop_all(r);
+    } else if (tr.ngone) {
+        /* claims whose `ended` line follows: gone already, never probed again */
+        qsort(tr.gone, tr.ngone, sizeof(char *), cmp_str);
+        size_t kept = 0;
+        for (size_t i = 0; i < r->nclaims; i++) {
+            char *name = r->claims[i].file;
+            if (bsearch(&name, tr.gone, tr.ngone, sizeof(char *), cmp_str))
+                claim_free(&r->claims[i]);
+            else
+                r->claims[kept++] = r->claims[i];
+        }
+        r->nclaims = kept;
     }
-    if (!parsed) {
-        log_warn("%s/%s: a live claim tunerun cannot read; ignoring it", r->sd->path, name);
-        claim_free(&c);
-        return;
-    }
-    c.file = xstrdup(name);
-    r->claims = xrealloc(r->claims, (r->nclaims + 1) * sizeof(*r->claims));
-    r->claims[r->nclaims++] = c;
+    for (size_t i = 0; i < tr.ngone; i++)
+        free(tr.gone[i]);
+    free(tr.gone);
+    if (torn)
+        r->rewrite = true; /* a launch was killed mid-append: write the table whole */
+    return !tr.bad;
 }
 
-bool registry_open(struct registry *r, const struct state_dir *sd, struct err *e)
+/* The claim files themselves, when there is no table to trust. */
+static void rebuild(struct registry *r)
+{
+    int dfd = openat(r->sd->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *dir = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (dir == NULL) {
+        if (dfd >= 0)
+            close(dfd);
+        return;
+    }
+    struct dirent *d;
+    while ((d = readdir(dir)) != NULL) {
+        if (strncmp(d->d_name, CLAIM_PREFIX, strlen(CLAIM_PREFIX)) != 0)
+            continue;
+        struct err e;
+        struct claim c;
+        bool ended = false;
+        claim_init(&c);
+        int fd = state_open_read(r->sd, d->d_name, &e);
+        char *text = NULL, *save = NULL;
+        size_t len;
+        if (fd >= 0 && read_fd_text(fd, CLAIM_MAX, &text, &len) == 0) {
+            char *p = strtok_r(text, "\n", &save);
+            while (p && *p == '#')
+                p = strtok_r(NULL, "\n", &save);
+            if (p && (!parse_record(p, &c, &ended) || ended)) {
+                free(c.file);
+                c.file = NULL;
+            }
+        }
+        if (fd >= 0)
+            close(fd);
+        free(text);
+        if (c.file == NULL || strcmp(c.file, d->d_name) != 0) {
+            /* not a claim we can read (or not ours): kept if held, and said; else it goes */
+            claim_free(&c);
+            if (probe(r, d->d_name) == HELD)
+                log_warn("registry: %s/%s is held but is not a claim tunerun can read; "
+                         "ignoring it",
+                         r->sd->path, d->d_name);
+            else if (!r->readonly)
+                unlinkat(r->sd->fd, d->d_name, 0);
+            continue;
+        }
+        keep(r, &c); /* probed by registry_check(), like the table's */
+    }
+    closedir(dir);
+    r->rebuilt = true;
+    r->rewrite = true;
+}
+
+bool registry_open(struct registry *r, const struct state_dir *sd, enum registry_mode mode,
+                   struct err *e)
 {
     memset(r, 0, sizeof(*r));
     r->sd = sd;
-    r->lock_fd = openat(sd->fd, LOCK_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    r->readonly = mode == REGISTRY_READ;
+    int flags = r->readonly ? O_RDONLY : O_RDWR | O_CREAT;
+    r->lock_fd = openat(sd->fd, LOCK_NAME, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    if (r->lock_fd < 0 && r->readonly && errno == ENOENT)
+        return true; /* nothing was ever launched here */
     if (r->lock_fd < 0) {
         err_set(e, "%s/%s: %s", sd->path, LOCK_NAME,
                 errno == ELOOP ? "is a symbolic link; refusing it" : strerror(errno));
@@ -177,8 +718,9 @@ bool registry_open(struct registry *r, const struct state_dir *sd, struct err *e
         r->lock_fd = -1;
         return false;
     }
+    struct flock whole = whole_file(r->readonly ? F_RDLCK : F_WRLCK);
     int rc;
-    while ((rc = flock(r->lock_fd, LOCK_EX)) < 0 && errno == EINTR)
+    while ((rc = fcntl(r->lock_fd, F_OFD_SETLKW, &whole)) < 0 && errno == EINTR)
         ;
     if (rc < 0) {
         err_set(e, "cannot lock %s/%s: %s", sd->path, LOCK_NAME, strerror(errno));
@@ -187,74 +729,127 @@ bool registry_open(struct registry *r, const struct state_dir *sd, struct err *e
         return false;
     }
     r->witness = self_witness(&r->pidns, &r->start, r->boot_id, sizeof(r->boot_id));
-    int dfd = openat(sd->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *dir = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (dir == NULL) {
-        err_set(e, "cannot read %s: %s", sd->path, strerror(errno));
-        if (dfd >= 0)
-            close(dfd);
-        registry_close(r);
-        return false;
-    }
-    struct dirent *d;
-    while ((d = readdir(dir)) != NULL)
-        if (strncmp(d->d_name, CLAIM_PREFIX, strlen(CLAIM_PREFIX)) == 0)
-            check_claim(r, d->d_name);
-    closedir(dir);
+    if (!read_table(r))
+        rebuild(r);
+    if (r->readonly)
+        registry_check(r, NULL, NULL);
     return true;
 }
 
-int registry_claim(struct registry *r, const struct claim *c, char *name, size_t n, struct err *e)
+/* Write the claim file: our record after a comment; the fd stays open and locked. */
+static int create_claim_file(struct registry *r, const char *name, const char *line, struct err *e)
 {
-    snprintf(name, n, CLAIM_PREFIX "%s.%016llx", c->profile, state_random());
     /* Not close-on-exec: the command inherits it, and with it the claim. */
     int fd = openat(r->sd->fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
     if (fd < 0) {
         err_set(e, "cannot create %s/%s: %s", r->sd->path, name, strerror(errno));
         return -1;
     }
-    char *cpus = bitmap_list(c->cpus), *nodes = bitmap_list(c->nodes),
-         *mem = bitmap_list(c->mem_nodes);
-    char *avoid = xstrdup("");
-    for (size_t i = 0; i < c->navoid; i++) {
-        char *a = xasprintf("%s%s%s", avoid, i ? "," : "", c->avoid[i]);
-        free(avoid);
-        avoid = a;
-    }
-    int w = dprintf(fd,
-                    "# a service launched by tunerun; alive while a process holds this file\n"
-                    "[claim]\nprofile = %s\ncpus = %s\nnodes = %s\nmem_nodes = %s\n"
-                    "exclusive = %s\navoid = %s\npid = %ld\npidns = %llu\nstart = %llu\n"
-                    "boot_id = %s\ntime = %lld\n",
-                    c->profile, cpus, nodes, mem, c->exclusive ? "yes" : "no", avoid, c->pid,
-                    c->pidns, c->start, c->boot_id, c->time);
-    free(cpus);
-    free(nodes);
-    free(mem);
-    free(avoid);
-    if (w < 0 || flock(fd, LOCK_SH) < 0) {
+    struct flock fl = whole_file(F_RDLCK);
+    if (dprintf(fd, "%s%s", claim_header, line) < 0 || fcntl(fd, F_OFD_SETLK, &fl) < 0) {
         err_set(e, "cannot write %s/%s: %s", r->sd->path, name, strerror(errno));
-        registry_drop(r, name, fd);
+        unlinkat(r->sd->fd, name, 0);
+        close(fd);
         return -1;
+    }
+    return fd;
+}
+
+int registry_claim(struct registry *r, const struct claim *c, char *name, size_t n, struct err *e)
+{
+    snprintf(name, n, CLAIM_PREFIX "%s.%016llx", c->profile, state_random());
+    char *line = format_record(c, name);
+    /*
+     * The table first: a launch killed between the two leaves a line whose
+     * file is missing, which the next reader passes over; the other order
+     * would leave a file that no table names.
+     */
+    bool ok = flush_table(r, line, e);
+    int fd = ok ? create_claim_file(r, name, line, e) : -1;
+    free(line);
+    if (ok && fd < 0) {
+        struct err ignored;
+        write_table(r, NULL, &ignored);
+    } else if (fd >= 0) {
+        /* one of the live claims now, for a rewrite before the lock goes */
+        claims_grow(r);
+        claim_copy(&r->claims[r->nclaims], c);
+        free(r->claims[r->nclaims].file);
+        r->claims[r->nclaims++].file = xstrdup(name);
     }
     return fd;
 }
 
 void registry_drop(struct registry *r, const char *name, int fd)
 {
+    for (size_t i = 0; i < r->nclaims; i++) {
+        if (strcmp(r->claims[i].file, name) == 0) {
+            claim_free(&r->claims[i]);
+            r->claims[i] = r->claims[--r->nclaims];
+            break;
+        }
+    }
     unlinkat(r->sd->fd, name, 0);
     if (fd >= 0)
         close(fd);
+    if (r->lock_fd >= 0) {
+        struct err ignored;
+        write_table(r, NULL, &ignored); /* without its line; else the next launch passes over it */
+    }
+}
+
+bool registry_update(struct registry *r, size_t i, hwloc_const_bitmap_t cpus,
+                     hwloc_const_bitmap_t nodes, struct err *e)
+{
+    struct claim *c = &r->claims[i];
+    hwloc_bitmap_copy(c->cpus, cpus);
+    hwloc_bitmap_copy(c->nodes, nodes);
+    r->rewrite = true;
+    /* Its file too, or a rebuild would restore the CPUs it gave up. */
+    int fd = openat(r->sd->fd, c->file, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    const char *why = fd < 0 ? strerror(errno) : state_distrust(fd);
+    char *line = format_record(c, c->file);
+    bool ok = why == NULL && ftruncate(fd, 0) == 0 && dprintf(fd, "%s%s", claim_header, line) > 0;
+    if (!ok)
+        err_set(e, "cannot update %s/%s: %s", r->sd->path, c->file, why ? why : strerror(errno));
+    free(line);
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+const struct claim *registry_previous(struct registry *r, const char *key)
+{
+    for (size_t i = 0; i < r->nended; i++)
+        if (strcmp(r->ended[i].key, key) == 0)
+            return &r->ended[i];
+    return NULL;
+}
+
+void registry_release(struct registry *r)
+{
+    if (r->lock_fd >= 0 && !r->readonly && (r->pending || r->rewrite)) {
+        struct err e;
+        if (!flush_table(r, NULL, &e))
+            log_warn("registry: %s", e.msg);
+    }
+    if (r->lock_fd >= 0)
+        close(r->lock_fd);
+    r->lock_fd = -1;
 }
 
 void registry_close(struct registry *r)
 {
+    registry_release(r);
     for (size_t i = 0; i < r->nclaims; i++)
         claim_free(&r->claims[i]);
+    for (size_t i = 0; i < r->nended; i++)
+        claim_free(&r->ended[i]);
     free(r->claims);
-    if (r->lock_fd >= 0)
-        close(r->lock_fd);
+    free(r->ended);
+    free(r->pending);
     r->claims = NULL;
-    r->nclaims = 0;
-    r->lock_fd = -1;
+    r->ended = NULL;
+    r->pending = NULL;
+    r->nclaims = r->nended = 0;
 }

@@ -3,13 +3,22 @@
  *
  * In the state directory, `lock` serializes launches: each takes it from
  * reading the claims until just before exec, so concurrent launches decide
- * one at a time. Each launch leaves one claim file (profile, CPUs, nodes,
- * exclusive, avoid, pid and its start time). The claim's fd is deliberately
- * left open across exec with a shared flock held: the claim lives exactly
- * while some process of the service holds it, through daemonizing forks,
- * pid namespaces and crashes (the kernel drops the lock). For daemons that
- * close every inherited fd, pid + start time is a second witness. Claims
- * that neither witness keeps alive are pruned under the lock.
+ * one at a time. Each launch leaves a claim (profile, CPUs, nodes,
+ * exclusive, avoid, pid and its start time) in two places:
+ *
+ *   claims          the table, one line per claim: every launch reads it
+ *                   in one go, however many services run
+ *   claim.P.RANDOM  the claim's own file, holding the same line. Its fd is
+ *                   deliberately left open across exec with a shared flock:
+ *                   the claim lives exactly while some process of the
+ *                   service holds it, through daemonizing forks, pid
+ *                   namespaces and crashes (the kernel drops the lock).
+ *                   If the table is lost, it is rebuilt from these files.
+ *
+ * For daemons that close every inherited fd, pid + start time is a second
+ * witness. Claims that neither witness keeps alive are pruned under the
+ * lock, and the table keeps where each launch (profile and command) ran
+ * last, so that a restarted service can get its placement back.
  */
 #ifndef TUNERUN_REGISTRY_H
 #define TUNERUN_REGISTRY_H
@@ -22,11 +31,16 @@
 #include "log.h"
 #include "state.h"
 
+#define CLAIM_KEY_LEN 16
+
 struct claim {
-    char *file; /* name in the state directory */
+    char *file; /* its claim file's name in the state directory */
     char *profile;
+    char key[CLAIM_KEY_LEN + 1]; /* the launch's identity (profile and command), hex */
     hwloc_bitmap_t cpus, nodes, mem_nodes;
+    char *mpol; /* the memory policy it was given: "bind", "preferred", ... */
     bool exclusive;
+    bool pool; /* shared and placed on every CPU it could have: it can yield some */
     char **avoid;
     size_t navoid;
     long pid;                 /* in the pid namespace below */
@@ -39,28 +53,75 @@ struct claim {
 struct registry {
     const struct state_dir *sd;
     int lock_fd;
-    struct claim *claims; /* live claims, pruned */
+    bool readonly;        /* tunerun ps: shared lock, nothing pruned or written */
+    struct claim *claims; /* claims, live as far as registry_check() probed */
     size_t nclaims;
+    struct claim *ended; /* where each launch key ran last, oldest first */
+    size_t nended;
     size_t pruned; /* stale claims removed while reading */
+    size_t lines;  /* in the table: rewritten whole when too many no longer count */
+    char *pending; /* lines to add to the table (placements of claims pruned now) */
+    bool rebuilt;  /* the table was missing or unreadable, and rebuilt from the claim files */
+    bool rewrite;  /* the table must be written whole */
     /* this process's own witness, read once: what its claim records */
     bool witness;
     unsigned long long pidns, start;
     char boot_id[40];
 };
 
-/* Take the lock and read the live claims, pruning stale ones. */
-bool registry_open(struct registry *r, const struct state_dir *sd, struct err *e);
+enum registry_mode { REGISTRY_WRITE, REGISTRY_READ };
+
+/*
+ * Take the lock and read the claims. REGISTRY_WRITE (launches) takes it
+ * exclusively; the caller then calls registry_check(). REGISTRY_READ (ps)
+ * takes it shared and checks every claim, leaving stale ones out.
+ */
+bool registry_open(struct registry *r, const struct state_dir *sd, enum registry_mode mode,
+                   struct err *e);
+
+/*
+ * Probe claims and drop (and, for a writer, prune) the stale ones: every
+ * claim when there are few or `depends` is NULL; else those `depends`
+ * says the launch depends on, plus a few others in turn. An unprobed claim
+ * counts as alive, which only ever keeps a launch off CPUs it could have
+ * had; the stale ones are pruned by later launches.
+ */
+void registry_check(struct registry *r, bool (*depends)(const struct claim *, void *), void *arg);
 
 /*
  * Write this launch's claim and return its fd (locked, not close-on-exec,
- * to be inherited by the command), or -1 with e set. `name` receives the
- * file name, for registry_drop() when the launch fails after all.
+ * to be inherited by the command), or -1 with e set. c->file is ignored;
+ * `name` receives the file name, for registry_drop() when the launch fails
+ * after all.
  */
 int registry_claim(struct registry *r, const struct claim *c, char *name, size_t n, struct err *e);
+
+/* Undo registry_claim(): remove the claim and close its fd (lock still held). */
 void registry_drop(struct registry *r, const char *name, int fd);
 
-/* Release the lock and free the claims. */
+/*
+ * Record that claim `i` now covers only `cpus` on `nodes` (a shared service
+ * shrunk off an arriving one's CPUs). Written with the next claim, or by
+ * registry_close().
+ */
+bool registry_update(struct registry *r, size_t i, hwloc_const_bitmap_t cpus,
+                     hwloc_const_bitmap_t nodes, struct err *e);
+
+/* The placement a launch with this key had when it last ended, or NULL. */
+const struct claim *registry_previous(struct registry *r, const char *key);
+
+/*
+ * Write back what changed and release the lock, keeping the claims in
+ * memory: just before exec, which frees them faster than free(3) would.
+ */
+void registry_release(struct registry *r);
+/* registry_release(), then free the claims. */
 void registry_close(struct registry *r);
+
+/* Whether a claim's fd lock is held right now (by any process). */
+bool registry_held(const struct registry *r, const struct claim *c);
+/* Whether its pid is still the process that claimed it (same pid namespace and boot). */
+bool registry_pid_alive(const struct registry *r, const struct claim *c);
 
 void claim_free(struct claim *c);
 

@@ -8,7 +8,11 @@
  * holds each page (get_mempolicy with MPOL_F_NODE|MPOL_F_ADDR): the proof
  * that memory lands where the plan says, on a multi-node kernel.
  *
- *   probe [--env NAME]... [--limit NAME]... [--touch MIB]
+ * With --wait it then waits until FILE exists and reports its affinity
+ * again, as after_affinity: what a running service sees once another one
+ * has arrived (and perhaps made it yield CPUs).
+ *
+ *   probe [--env NAME]... [--limit NAME]... [--touch MIB] [--wait FILE]
  */
 #include <errno.h>
 #include <numaif.h>
@@ -93,14 +97,14 @@ static void limit(const char *name)
     }
 }
 
-static void affinity(void)
+static void affinity(const char *key)
 {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof(set), &set) < 0) {
         perror("probe: sched_getaffinity");
         return;
     }
-    printf("affinity=");
+    printf("%s=", key);
     const char *sep = "";
     for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
         if (CPU_ISSET(cpu, &set)) {
@@ -158,7 +162,7 @@ static int touch(long mib)
 int main(int argc, char **argv)
 {
     printf("pid=%d\n", (int)getpid());
-    affinity();
+    affinity("affinity");
     status_line("Cpus_allowed_list");
     status_line("Mems_allowed_list");
     status_line("THP_enabled");
@@ -181,6 +185,17 @@ int main(int argc, char **argv)
             fflush(stdout);
             if (touch(mib) != 0)
                 return 1;
+        } else if (strcmp(argv[i], "--wait") == 0) {
+            printf("waiting=%s\n", argv[i + 1]);
+            fflush(stdout);
+            for (int tick = 0; access(argv[i + 1], F_OK) != 0; tick++) {
+                if (tick == 12000) {
+                    printf("wait_error=%s did not appear in 120 s\n", argv[i + 1]);
+                    return 1;
+                }
+                usleep(10000);
+            }
+            affinity("after_affinity");
         }
     }
     return 0;

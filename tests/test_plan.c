@@ -57,7 +57,7 @@ static struct plan make_plan(const struct profile *p, const struct topo *t, char
 {
     struct plan pl;
     struct err e;
-    struct plan_input in = {p, t, env, false, NULL, 0};
+    struct plan_input in = {p, t, env, false, NULL, 0, NULL};
     if (!plan_build(&pl, &in, &e))
         fail_msg("%s", e.msg);
     return pl;
@@ -286,7 +286,7 @@ static void test_inherited_affinity_is_never_widened(void **state)
     struct profile p = load_profile("mysql", NULL);
     struct plan pl;
     struct err e;
-    struct plan_input in = {&p, &t, NULL, false, NULL, 0};
+    struct plan_input in = {&p, &t, NULL, false, NULL, 0, NULL};
     assert_false(plan_build(&pl, &in, &e));
     assert_non_null(strstr(e.msg, "inherited affinity"));
     profile_free(&p);
@@ -563,7 +563,7 @@ static struct plan plan_with(const struct profile *p, const struct topo *t, stru
 {
     struct plan pl;
     struct err e;
-    struct plan_input in = {p, t, NULL, true, k, n};
+    struct plan_input in = {p, t, NULL, true, k, n, NULL};
     if (!plan_build(&pl, &in, &e))
         fail_msg("%s", e.msg);
     return pl;
@@ -626,13 +626,76 @@ static void test_claims(void **state)
     assert_false(pl.degraded);
     plan_free(&pl);
     claim_free(&k);
-    /* ... and share with a warning when none remain */
+    /* ... and share with a warning when none remain: mysql is placed, not a pool */
     k = live("mysql", "0-3", "0", false, "nginx");
     pl = plan_with(&nginx, &t, &k, 1);
     assert_int_equal(hwloc_bitmap_weight(pl.cpus), 4);
     assert_true(pl.degraded);
+    assert_int_equal(pl.nshrinks, 0);
     plan_free(&pl);
     claim_free(&k);
+    /* nginx, a shared pool on every core, yields all but its last core to mysql */
+    k = live("nginx", "0-3", "0", false, "mysql");
+    k.pool = true;
+    pl = plan_with(&mysql, &t, &k, 1);
+    cpus = bitmap_list(pl.cpus);
+    assert_string_equal(cpus, "0-2");
+    free(cpus);
+    assert_false(pl.degraded);
+    assert_int_equal(pl.nshrinks, 1);
+    assert_int_equal(pl.shrinks[0].claim, 0);
+    cpus = bitmap_list(pl.shrinks[0].cpus);
+    assert_string_equal(cpus, "3");
+    free(cpus);
+    plan_free(&pl);
+    /* a pool never takes from a pool: another nginx-like one shares and warns */
+    struct profile pool2 = load_profile("nginx", (const char *[]){"profile.name=web", NULL});
+    free(k.avoid[0]);
+    k.avoid[0] = strdup("web");
+    pl = plan_with(&pool2, &t, &k, 1);
+    assert_true(pl.degraded);
+    assert_int_equal(pl.nshrinks, 0);
+    plan_free(&pl);
+    profile_free(&pool2);
+    claim_free(&k);
+    topo_free(&t);
+
+    /* two nodes, nginx spans both: mysql takes a whole node, nginx keeps the other */
+    t = load_topo("synthetic:pack:2 numa:1 core:4 pu:1");
+    k = live("nginx", "0-7", "0-1", false, "mysql");
+    k.pool = true;
+    pl = plan_with(&mysql, &t, &k, 1);
+    assert_int_equal(hwloc_bitmap_weight(pl.nodes), 1);
+    assert_int_equal(hwloc_bitmap_weight(pl.cpus), 4);
+    assert_false(pl.degraded);
+    assert_int_equal(pl.nshrinks, 1);
+    assert_false(hwloc_bitmap_intersects(pl.shrinks[0].cpus, pl.cpus));
+    assert_int_equal(hwloc_bitmap_weight(pl.shrinks[0].cpus), 4);
+    assert_int_equal(hwloc_bitmap_weight(pl.shrinks[0].nodes), 1);
+    assert_false(hwloc_bitmap_intersects(pl.shrinks[0].nodes, pl.nodes));
+    plan_free(&pl);
+    claim_free(&k);
+
+    /* a restart gets its previous node back when it is free ... */
+    struct claim prev = live("mysql", "4-7", "1", false, "nginx");
+    struct plan_input in = {&mysql, &t, NULL, true, NULL, 0, &prev};
+    struct err e;
+    assert_true(plan_build(&pl, &in, &e));
+    cpus = bitmap_list(pl.cpus);
+    assert_string_equal(cpus, "4-7");
+    free(cpus);
+    plan_free(&pl);
+    /* ... and is placed afresh when a service it avoids sits there now */
+    k = live("nginx", "4-7", "1", false, "mysql");
+    in.claims = &k;
+    in.nclaims = 1;
+    assert_true(plan_build(&pl, &in, &e));
+    cpus = bitmap_list(pl.cpus);
+    assert_string_equal(cpus, "0-3");
+    free(cpus);
+    plan_free(&pl);
+    claim_free(&k);
+    claim_free(&prev);
     topo_free(&t);
     profile_free(&mysql);
     profile_free(&nginx);

@@ -1,0 +1,172 @@
+/*
+ * procs.c - processes and threads through /proc.
+ *
+ * Written by hand: neither hwloc nor libnuma looks for the processes that
+ * hold a file (lsof and fuser do, as programs), and their thread binding
+ * calls take a topology that describes this machine, which `tunerun ps`
+ * has no need to build.
+ */
+#include "procs.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CLAIM_MARK "/claim."
+
+void pid_list_add(struct pid_list *l, long pid)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i] == pid)
+            return;
+    l->v = xrealloc(l->v, (l->n + 1) * sizeof(*l->v));
+    l->v[l->n++] = pid;
+}
+
+void pid_list_free(struct pid_list *l)
+{
+    free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
+static bool numeric(const char *s, long *v)
+{
+    if (!isdigit((unsigned char)*s))
+        return false;
+    char *end;
+    *v = strtol(s, &end, 10);
+    return *end == '\0';
+}
+
+void procs_holding(const struct file_id *files, size_t n, struct pid_list *out)
+{
+    memset(out, 0, n * sizeof(*out));
+    DIR *proc = opendir("/proc");
+    if (proc == NULL)
+        return;
+    struct dirent *p;
+    while ((p = readdir(proc)) != NULL) {
+        long pid;
+        if (!numeric(p->d_name, &pid))
+            continue;
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%ld/fd", pid);
+        DIR *fds = opendir(path);
+        if (fds == NULL)
+            continue; /* gone, or not ours to look at */
+        struct dirent *f;
+        while ((f = readdir(fds)) != NULL) {
+            char link[64], target[4096];
+            long fd;
+            if (!numeric(f->d_name, &fd))
+                continue;
+            snprintf(link, sizeof(link), "/proc/%ld/fd/%ld", pid, fd);
+            /* the name first: sockets and pipes are passed over without a stat */
+            ssize_t len = readlink(link, target, sizeof(target) - 1);
+            if (len <= 0)
+                continue;
+            target[len] = '\0';
+            struct stat st;
+            if (strstr(target, CLAIM_MARK) == NULL || stat(link, &st) < 0)
+                continue;
+            for (size_t i = 0; i < n; i++)
+                if (files[i].dev == st.st_dev && files[i].ino == st.st_ino)
+                    pid_list_add(&out[i], pid);
+        }
+        closedir(fds);
+    }
+    closedir(proc);
+}
+
+bool procs_threads(long pid, struct pid_list *out)
+{
+    char path[64];
+    memset(out, 0, sizeof(*out));
+    snprintf(path, sizeof(path), "/proc/%ld/task", pid);
+    DIR *d = opendir(path);
+    if (d == NULL)
+        return false;
+    struct dirent *t;
+    long tid;
+    while ((t = readdir(d)) != NULL)
+        if (numeric(t->d_name, &tid))
+            pid_list_add(out, tid);
+    closedir(d);
+    return true;
+}
+
+cpu_set_t *cpuset_alloc(hwloc_const_bitmap_t set, size_t *size)
+{
+    int last = hwloc_bitmap_last(set);
+    size_t ncpu = last < 1023 ? 1024 : (size_t)last + 1;
+    cpu_set_t *s = CPU_ALLOC(ncpu);
+    if (s == NULL)
+        return NULL;
+    *size = CPU_ALLOC_SIZE(ncpu);
+    CPU_ZERO_S(*size, s);
+    int cpu;
+    hwloc_bitmap_foreach_begin(cpu, set)
+    {
+        CPU_SET_S((size_t)cpu, *size, s);
+    }
+    hwloc_bitmap_foreach_end();
+    return s;
+}
+
+int thread_cpus(long tid, hwloc_bitmap_t out)
+{
+    /* Grow until the kernel's mask fits (EINVAL: ours is smaller than nr_cpu_ids). */
+    for (size_t ncpu = 1024; ncpu <= (1u << 20); ncpu *= 2) {
+        cpu_set_t *s = CPU_ALLOC(ncpu);
+        size_t size = CPU_ALLOC_SIZE(ncpu);
+        if (s == NULL)
+            return -1;
+        if (sched_getaffinity((pid_t)tid, size, s) == 0) {
+            hwloc_bitmap_zero(out);
+            for (size_t cpu = 0; cpu < ncpu; cpu++)
+                if (CPU_ISSET_S(cpu, size, s))
+                    hwloc_bitmap_set(out, (unsigned)cpu);
+            CPU_FREE(s);
+            return 0;
+        }
+        int error = errno;
+        CPU_FREE(s);
+        if (error != EINVAL) {
+            errno = error;
+            return -1;
+        }
+    }
+    errno = EINVAL;
+    return -1;
+}
+
+int thread_set_cpus(long tid, hwloc_const_bitmap_t set)
+{
+    size_t size;
+    cpu_set_t *s = cpuset_alloc(set, &size);
+    if (s == NULL) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int rc = sched_setaffinity((pid_t)tid, size, s);
+    int error = errno;
+    CPU_FREE(s);
+    errno = error;
+    return rc;
+}
+
+void proc_comm(long pid, char *buf, size_t n)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+    if (!read_line_file(path, buf, n))
+        snprintf(buf, n, "?");
+}
