@@ -546,53 +546,86 @@ static int shrink_process(long pid, hwloc_const_bitmap_t taken, hwloc_const_bitm
     return failed;
 }
 
+/* The processes holding claim k (through its file, or its pid), never this launch. */
+static void holders_of(const struct registry *reg, const struct claim *k, struct pid_list *out)
+{
+    struct stat st;
+    memset(out, 0, sizeof(*out));
+    if (fstatat(reg->sd->fd, k->file, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        struct file_id id = {st.st_dev, st.st_ino};
+        procs_holding(&id, 1, out);
+    }
+    if (registry_pid_alive(reg, k))
+        pid_list_add(out, k->pid);
+    for (size_t h = 0; h < out->n; h++)
+        if (out->v[h] == (long)getpid()) /* placed already */
+            out->v[h--] = out->v[--out->n];
+}
+
+#define SHRINK_PASSES 5
+
 /*
- * Running shared services yield the CPUs this launch takes (plan.shrinks):
+ * Running shared pools yield the CPUs this launch takes (plan.shrinks):
  * every thread of every process that holds the claim, plus the claim's own
- * pid for daemons that closed the fd. Passes repeat until one moves
- * nothing, to catch threads and workers started meanwhile. Returns the
+ * pid for daemons that closed the fd. The holders are looked for again on
+ * each pass, and passes repeat until one moves nothing (at most
+ * SHRINK_PASSES), to catch workers and threads started meanwhile.
+ * done[i] says whether shrink i moved everything it found. Returns the
  * number of failures; `m` records what moved.
  */
-static int shrink_services(const struct plan *pl, struct registry *reg, struct moves *m)
+static int shrink_services(const struct plan *pl, struct registry *reg, struct moves *m, bool *done)
 {
     int failed = 0;
     for (size_t i = 0; i < pl->nshrinks; i++) {
         const struct plan_shrink *s = &pl->shrinks[i];
         const struct claim *k = &reg->claims[s->claim];
-        struct stat st;
-        struct pid_list holders = {0};
-        if (fstatat(reg->sd->fd, k->file, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-            struct file_id id = {st.st_dev, st.st_ino};
-            procs_holding(&id, 1, &holders);
+        char *gives = bitmap_list(s->gives), *keeps = bitmap_list(s->cpus);
+        size_t moved = 0, seen = 0;
+        int f = 0;
+        for (int pass = 0; pass < SHRINK_PASSES && f == 0; pass++) {
+            struct pid_list holders;
+            size_t was = moved;
+            holders_of(reg, k, &holders);
+            seen = holders.n > seen ? holders.n : seen;
+            for (size_t h = 0; h < holders.n; h++)
+                f += shrink_process(holders.v[h], s->gives, s->cpus, k->profile, m, &moved);
+            pid_list_free(&holders);
+            if (moved == was)
+                break;
         }
-        if (registry_pid_alive(reg, k))
-            pid_list_add(&holders, k->pid);
-        char *taken = bitmap_list(pl->cpus), *keeps = bitmap_list(s->cpus);
-        if (holders.n == 0) {
+        if (seen == 0) {
             log_warn("%s: none of its processes is visible from here (another pid namespace?), "
                      "so it keeps CPUs %s too",
-                     k->profile, taken);
-            failed++;
+                     k->profile, gives);
+            f++;
         } else {
-            size_t moved = 0;
-            int f = 0;
-            for (int pass = 0; pass < 3; pass++) {
-                size_t was = moved;
-                for (size_t h = 0; h < holders.n; h++)
-                    f += shrink_process(holders.v[h], pl->cpus, s->cpus, k->profile, m, &moved);
-                if (moved == was || f)
-                    break;
-            }
-            failed += f;
             log_notice("%s: moved %zu thread%s of %zu process%s off CPUs %s; it keeps CPUs %s",
-                       k->profile, moved, moved == 1 ? "" : "s", holders.n,
-                       holders.n == 1 ? "" : "es", taken, keeps);
+                       k->profile, moved, moved == 1 ? "" : "s", seen, seen == 1 ? "" : "es", gives,
+                       keeps);
         }
-        free(taken);
+        done[i] = f == 0;
+        failed += f;
+        free(gives);
         free(keeps);
-        pid_list_free(&holders);
     }
     return failed;
+}
+
+/* Whether execvp() would find the command: checked before anything changes. */
+static bool command_found(const char *cmd)
+{
+    if (strchr(cmd, '/'))
+        return access(cmd, F_OK) == 0;
+    const char *path = getenv("PATH");
+    char *dirs = xstrdup(path && *path ? path : "/bin:/usr/bin"), *save = NULL;
+    bool found = false;
+    for (char *d = strtok_r(dirs, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+        char *full = xasprintf("%s/%s", *d ? d : ".", cmd);
+        found = access(full, X_OK) == 0;
+        free(full);
+    }
+    free(dirs);
+    return found;
 }
 
 static int run(const struct options *o, struct profile *p, struct topo *t,
@@ -604,6 +637,12 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     char key[CLAIM_KEY_LEN + 1];
     int claim_fd = -1;
     launch_key(p, o->command, key, sizeof(key));
+    if (!command_found(o->command[0])) {
+        log_error("cannot execute '%s': %s", o->command[0], strerror(ENOENT));
+        return EXIT_NOT_FOUND;
+    }
+    if (sd->fd >= 0)
+        registry_disown(sd);
     if (!open_registry(sd, &reg, REGISTRY_WRITE))
         return EXIT_TUNERUN;
     if (!build_plan(&pl, p, t, sd, &reg, key)) {
@@ -637,7 +676,8 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         return EXIT_TUNERUN;
     }
     struct moves moves = {0};
-    int stuck = shrink_services(&pl, &reg, &moves);
+    bool *done = xcalloc(pl.nshrinks ? pl.nshrinks : 1, sizeof(bool));
+    int stuck = shrink_services(&pl, &reg, &moves, done);
     if (o->strict && stuck) {
         log_error("--strict: %d thread%s of running services could not yield their CPUs; "
                   "moved the others back; not executing %s",
@@ -646,15 +686,18 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         registry_drop(&reg, name, claim_fd);
         registry_close(&reg);
         plan_free(&pl);
+        free(done);
         return EXIT_TUNERUN;
     }
     moves_undo(&moves, false);
     for (size_t i = 0; i < pl.nshrinks; i++) {
         struct err e;
         const struct plan_shrink *s = &pl.shrinks[i];
-        if (!registry_update(&reg, s->claim, s->cpus, s->nodes, &e))
+        /* the claim shrinks only with its threads: one that stayed is no smaller */
+        if (done[i] && !registry_update(&reg, s->claim, s->cpus, s->nodes, &e))
             log_warn("registry: %s", e.msg);
     }
+    free(done);
     plan_free(&pl);
     registry_release(&reg); /* the lock goes; the claim stays with its fd */
     log_info("executing %s", o->command[0]);
@@ -676,7 +719,8 @@ static int show_plan(const struct options *o, struct profile *p, struct topo *t,
     char key[CLAIM_KEY_LEN + 1];
     if (o->command)
         launch_key(p, o->command, key, sizeof(key));
-    if (!open_registry(sd, &reg, REGISTRY_WRITE))
+    /* shared and read-only: a plan prunes nothing and writes no claim */
+    if (!open_registry(sd, &reg, REGISTRY_READ))
         return EXIT_TUNERUN;
     bool built = build_plan(&pl, p, t, sd, &reg, o->command ? key : NULL);
     registry_close(&reg);

@@ -338,6 +338,43 @@ static void reserve_last_core(const struct ctx *c, const struct claim *k, hwloc_
  * Where the chosen CPUs meet a conflicting service's: keep off its cores if
  * any remain; else have it yield them, as long as it keeps a core.
  */
+static void drop_smt_siblings(const struct topo *t, hwloc_bitmap_t set);
+
+/* CPUs of a set as the profile counts them: one per core with smt = no. */
+static unsigned counted(const struct ctx *c, hwloc_const_bitmap_t set)
+{
+    hwloc_bitmap_t p = hwloc_bitmap_dup(set);
+    if (!c->p->placement.smt)
+        drop_smt_siblings(c->t, p);
+    unsigned n = (unsigned)hwloc_bitmap_weight(p);
+    hwloc_bitmap_free(p);
+    return n;
+}
+
+/* How many CPUs of pool the profile asks for (as choose_cpus() counts them). */
+static unsigned wanted(const struct ctx *c, hwloc_const_bitmap_t pool)
+{
+    unsigned have = counted(c, pool);
+    if (c->p->placement.cpus == CPUS_COUNT)
+        return c->p->placement.cpus_value;
+    if (c->p->placement.cpus == CPUS_PERCENT)
+        return (have * c->p->placement.cpus_value + 99) / 100;
+    return have;
+}
+
+static void restrict_candidates(struct ctx *c, hwloc_const_bitmap_t to)
+{
+    hwloc_bitmap_and(c->cand, c->cand, to);
+    for (size_t i = 0; i < c->t->nnodes; i++)
+        hwloc_bitmap_and(c->node_cand[i], c->node_cand[i], to);
+}
+
+/*
+ * Where the chosen CPUs meet a conflicting service's: keep off its cores
+ * when what is left covers what the profile asks for. Else a shared pool
+ * there yields its CPUs (keeping a core); a service that does not yield is
+ * kept off if any CPU remains, and shared with a warning if none does.
+ */
 static void separate_by_cores(struct ctx *c)
 {
     const struct topo *t = c->t;
@@ -350,36 +387,37 @@ static void separate_by_cores(struct ctx *c)
                 hwloc_bitmap_or(pool, pool, c->node_cand[i]);
     hwloc_bitmap_andnot(rest, pool, c->shunned);
     if (!hwloc_bitmap_intersects(pool, c->shunned)) {
-        /* apart already */
-    } else if (hwloc_bitmap_iszero(rest)) {
-        hwloc_bitmap_t take = hwloc_bitmap_dup(pool);
-        for (size_t i = 0; i < c->nclaims; i++)
-            if (c->conflict[i] && !c->yields[i])
-                hwloc_bitmap_andnot(take, take, c->claims[i].cpus);
-        for (size_t i = 0; i < c->nclaims; i++)
-            if (c->yields[i])
-                reserve_last_core(c, &c->claims[i], take);
-        if (hwloc_bitmap_iszero(take)) {
-            note(c->pl, NOTE_WARN,
-                 "no CPU here is free of %s, which this profile keeps apart from, and it "
-                 "cannot yield any; sharing its CPUs",
-                 c->shunned_names);
-        } else {
-            c->shrinking = true;
-            hwloc_bitmap_and(c->cand, c->cand, take);
-            for (size_t i = 0; i < t->nnodes; i++)
-                hwloc_bitmap_and(c->node_cand[i], c->node_cand[i], take);
+        hwloc_bitmap_free(pool);
+        hwloc_bitmap_free(rest);
+        return; /* apart already */
+    }
+    /* what it could have if the pools here yielded: all but the others' CPUs and a core each */
+    hwloc_bitmap_t take = hwloc_bitmap_dup(pool);
+    bool pools = false;
+    for (size_t i = 0; i < c->nclaims; i++)
+        if (c->conflict[i] && !c->yields[i])
+            hwloc_bitmap_andnot(take, take, c->claims[i].cpus);
+    for (size_t i = 0; i < c->nclaims; i++)
+        if (c->yields[i] && hwloc_bitmap_intersects(c->claims[i].cpus, pool)) {
+            pools = true;
+            reserve_last_core(c, &c->claims[i], take);
         }
-        hwloc_bitmap_free(take);
-    } else {
+    if (pools && counted(c, rest) < wanted(c, pool) && counted(c, take) > counted(c, rest)) {
+        c->shrinking = true;
+        restrict_candidates(c, take);
+    } else if (!hwloc_bitmap_iszero(rest)) {
         char *list = bitmap_list(rest);
         note(c->pl, NOTE_INFO, "%s runs on these nodes too; keeping apart by cores: CPUs %s",
              c->shunned_names, list);
         free(list);
-        hwloc_bitmap_andnot(c->cand, c->cand, c->shunned);
-        for (size_t i = 0; i < t->nnodes; i++)
-            hwloc_bitmap_andnot(c->node_cand[i], c->node_cand[i], c->shunned);
+        restrict_candidates(c, rest);
+    } else {
+        note(c->pl, NOTE_WARN,
+             "no CPU here is free of %s, which this profile keeps apart from, and it "
+             "cannot yield any; sharing its CPUs",
+             c->shunned_names);
     }
+    hwloc_bitmap_free(take);
     hwloc_bitmap_free(pool);
     hwloc_bitmap_free(rest);
 }
@@ -428,6 +466,17 @@ static void choose_group(struct ctx *c, size_t want, size_t *out)
     free(in);
 }
 
+/* Whether the first `want` ranked nodes are exactly where it ran before (they rank first). */
+static bool ranks_previous(const struct ctx *c, size_t want)
+{
+    if ((size_t)hwloc_bitmap_weight(c->prev->nodes) != want)
+        return false;
+    for (size_t k = 0; k < want; k++)
+        if (!hwloc_bitmap_isset(c->prev->nodes, c->t->nodes[c->rank[k]].os_index))
+            return false;
+    return true;
+}
+
 static void choose_nodes(struct ctx *c)
 {
     const struct profile *p = c->p;
@@ -443,8 +492,8 @@ static void choose_nodes(struct ctx *c)
     size_t *chosen = xrealloc(NULL, (want ? want : 1) * sizeof(size_t));
     if (want == c->nrank)
         memcpy(chosen, c->rank, want * sizeof(size_t));
-    else if (c->prev && (size_t)hwloc_bitmap_weight(c->prev->nodes) == want)
-        memcpy(chosen, c->rank, want * sizeof(size_t)); /* it ranks them first */
+    else if (c->prev && ranks_previous(c, want))
+        memcpy(chosen, c->rank, want * sizeof(size_t)); /* its nodes before the restart */
     else if (want == 1)
         chosen[0] = c->rank[0];
     else
@@ -594,33 +643,44 @@ static void choose_cpus(struct ctx *c)
 
 /* ---- phase 3b: running services yield -------------------------------------- */
 
+/* The whole cores that set touches: a yielding pool gives up SMT siblings too. */
+static void whole_cores(const struct topo *t, hwloc_const_bitmap_t set, hwloc_bitmap_t out)
+{
+    hwloc_bitmap_copy(out, set);
+    for (size_t i = 0; i < t->ncores; i++)
+        if (hwloc_bitmap_intersects(t->cores[i], set))
+            hwloc_bitmap_or(out, out, t->cores[i]);
+}
+
 static void add_shrinks(struct ctx *c)
 {
     const struct topo *t = c->t;
     struct plan *pl = c->pl;
+    hwloc_bitmap_t taken = hwloc_bitmap_alloc();
+    whole_cores(t, pl->cpus, taken);
     for (size_t i = 0; c->shrinking && i < c->nclaims; i++) {
         const struct claim *k = &c->claims[i];
-        if (!c->yields[i] || !hwloc_bitmap_intersects(k->cpus, pl->cpus))
+        if (!c->yields[i] || !hwloc_bitmap_intersects(k->cpus, taken))
             continue;
         struct plan_shrink *s;
         pl->shrinks = xrealloc(pl->shrinks, (pl->nshrinks + 1) * sizeof(*pl->shrinks));
         s = &pl->shrinks[pl->nshrinks++];
         s->claim = i;
         s->cpus = hwloc_bitmap_alloc();
+        s->gives = hwloc_bitmap_alloc();
         s->nodes = hwloc_bitmap_alloc();
-        hwloc_bitmap_andnot(s->cpus, k->cpus, pl->cpus);
+        hwloc_bitmap_andnot(s->cpus, k->cpus, taken);
+        hwloc_bitmap_and(s->gives, k->cpus, taken);
         for (size_t n = 0; n < t->nnodes; n++)
             if (hwloc_bitmap_intersects(t->nodes[n].cpus, s->cpus))
                 hwloc_bitmap_set(s->nodes, t->nodes[n].os_index);
-        hwloc_bitmap_t given = hwloc_bitmap_alloc();
-        hwloc_bitmap_and(given, k->cpus, pl->cpus);
-        char *gives = bitmap_list(given), *keeps = bitmap_list(s->cpus);
-        hwloc_bitmap_free(given);
+        char *gives = bitmap_list(s->gives), *keeps = bitmap_list(s->cpus);
         note(pl, NOTE_INFO, "%s, a shared pool, yields CPUs %s to it and keeps CPUs %s", k->profile,
              gives, keeps);
         free(gives);
         free(keeps);
     }
+    hwloc_bitmap_free(taken);
 }
 
 /* ---- phase 4: memory ------------------------------------------------------ */
@@ -1101,6 +1161,7 @@ void plan_free(struct plan *pl)
     free(pl->steps);
     for (size_t i = 0; i < pl->nshrinks; i++) {
         hwloc_bitmap_free(pl->shrinks[i].cpus);
+        hwloc_bitmap_free(pl->shrinks[i].gives);
         hwloc_bitmap_free(pl->shrinks[i].nodes);
     }
     free(pl->shrinks);

@@ -71,6 +71,7 @@ struct plan_note {
 struct plan_shrink {
     size_t claim;         /* index into plan_input.claims */
     hwloc_bitmap_t cpus;  /* what it keeps */
+    hwloc_bitmap_t gives; /* what it gives up: whole cores of this one's CPUs */
     hwloc_bitmap_t nodes; /* the nodes of those */
 };
 

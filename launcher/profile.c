@@ -876,8 +876,17 @@ static bool load_common(struct profile *p, const char *path, const char *text,
         return false;
     }
     p->path = xstrdup(path);
-    if (p->name == NULL)
+    if (p->name == NULL) {
         p->name = name_from_path(path);
+        /* it names claims and messages, and other profiles avoid it by it */
+        if (!valid_profile_name(p->name)) {
+            err_set(e,
+                    "%s: '%s' is not a profile name (letters, digits, '-', '_', '.', '@'); "
+                    "rename the file or set [profile] name",
+                    path, p->name);
+            return false;
+        }
+    }
     return true;
 }
 

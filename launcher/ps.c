@@ -55,6 +55,9 @@ static long long pages_outside(long pid, hwloc_const_bitmap_t nodes)
         return -1;
     long long n = 0;
     while (fgets(line, sizeof(line), f)) {
+        /* anonymous memory only: a shared library's page cache may sit on any node */
+        if (strstr(line, " file=") || !strstr(line, " anon="))
+            continue;
         for (char *p = strstr(line, " N"); p; p = strstr(p + 1, " N")) {
             unsigned node;
             long long pages;
@@ -70,6 +73,10 @@ static void look_at(struct ps_proc *pr, const struct claim *c)
 {
     struct pid_list tids;
     proc_comm(pr->pid, pr->comm, sizeof(pr->comm));
+    for (char *s = pr->comm; *s;
+         s++) /* a process names itself: no escape sequences to the terminal */
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            *s = '?';
     pr->pages_elsewhere = -1;
     if (!procs_threads(pr->pid, &tids))
         return;
@@ -108,6 +115,9 @@ static void gather(struct registry *r, struct ps_claim *out)
         pc->by_lock = registry_held(r, c);
         if (registry_pid_alive(r, c))
             pid_list_add(&holders[i], c->pid);
+        for (size_t k = 0; k < holders[i].n; k++)
+            if (holders[i].v[k] == (long)getpid()) /* a ps run from inside a service */
+                holders[i].v[k--] = holders[i].v[--holders[i].n];
         pc->nprocs = holders[i].n;
         pc->procs = xcalloc(pc->nprocs ? pc->nprocs : 1, sizeof(*pc->procs));
         pc->inside = true;
@@ -256,6 +266,8 @@ bool ps_show(FILE *f, const struct state_dir *sd, bool json, struct err *e)
     struct registry r;
     if (!registry_open(&r, sd, REGISTRY_READ, e))
         return false;
+    /* the claims are read and probed: launches need not wait while /proc is searched */
+    registry_release(&r);
     struct ps_claim *pcs = xcalloc(r.nclaims ? r.nclaims : 1, sizeof(*pcs));
     gather(&r, pcs);
     if (json)

@@ -442,12 +442,20 @@ static bool alive_or_prune(struct registry *r, struct claim *c)
     enum held h = probe(r, c->file);
     if (h == HELD || (h == NOT_HELD && pid_alive(r, c)))
         return true;
-    if (r->readonly)
+    if (r->readonly) {
+        if (h != GONE && c->key[0]) { /* in memory only: a plan shows the restart's placement */
+            struct claim copy;
+            claim_copy(&copy, c);
+            note_ended(r, &copy);
+        }
         return false;
+    }
     if (h != GONE) {
         /* unlinkat never follows a symlink: a planted one is removed, not its target */
         unlinkat(r->sd->fd, c->file, 0);
         r->pruned++;
+    } else {
+        c->key[0] = '\0'; /* its launch never ran (or failed): no placement to go back to */
     }
     char *line = format_ended(c);
     pend(r, line);
@@ -462,6 +470,8 @@ static bool alive_or_prune(struct registry *r, struct claim *c)
 
 void registry_check(struct registry *r, bool (*depends)(const struct claim *, void *), void *arg)
 {
+    if (r->readonly && r->checked)
+        return; /* registry_open() probed them all */
     size_t n = r->nclaims, batch = 0, start = n ? state_random() % n : 0, kept = 0;
     for (size_t k = 0; k < n; k++) {
         size_t i = (start + k) % n;
@@ -506,7 +516,7 @@ static bool write_table(struct registry *r, const char *extra, struct err *e)
     free(lens);
     if (ok) {
         r->rewrite = false;
-        r->lines = 1 + r->nclaims + (r->nended - first) + (extra != NULL);
+        r->lines = n - 1; /* the header is no line of the table's */
         free(r->pending);
         r->pending = NULL;
     }
@@ -703,7 +713,7 @@ bool registry_open(struct registry *r, const struct state_dir *sd, enum registry
     r->sd = sd;
     r->readonly = mode == REGISTRY_READ;
     int flags = r->readonly ? O_RDONLY : O_RDWR | O_CREAT;
-    r->lock_fd = openat(sd->fd, LOCK_NAME, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    r->lock_fd = openat(sd->fd, LOCK_NAME, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
     if (r->lock_fd < 0 && r->readonly && errno == ENOENT)
         return true; /* nothing was ever launched here */
     if (r->lock_fd < 0) {
@@ -718,6 +728,10 @@ bool registry_open(struct registry *r, const struct state_dir *sd, enum registry
         r->lock_fd = -1;
         return false;
     }
+    /* One an older tunerun made readable: another user could lock it and stall every launch. */
+    struct stat st;
+    if (!r->readonly && fstat(r->lock_fd, &st) == 0 && (st.st_mode & 077))
+        fchmod(r->lock_fd, 0600);
     struct flock whole = whole_file(r->readonly ? F_RDLCK : F_WRLCK);
     int rc;
     while ((rc = fcntl(r->lock_fd, F_OFD_SETLKW, &whole)) < 0 && errno == EINTR)
@@ -731,8 +745,10 @@ bool registry_open(struct registry *r, const struct state_dir *sd, enum registry
     r->witness = self_witness(&r->pidns, &r->start, r->boot_id, sizeof(r->boot_id));
     if (!read_table(r))
         rebuild(r);
-    if (r->readonly)
+    if (r->readonly) {
         registry_check(r, NULL, NULL);
+        r->checked = true;
+    }
     return true;
 }
 
@@ -740,7 +756,7 @@ bool registry_open(struct registry *r, const struct state_dir *sd, enum registry
 static int create_claim_file(struct registry *r, const char *name, const char *line, struct err *e)
 {
     /* Not close-on-exec: the command inherits it, and with it the claim. */
-    int fd = openat(r->sd->fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+    int fd = openat(r->sd->fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
     if (fd < 0) {
         err_set(e, "cannot create %s/%s: %s", r->sd->path, name, strerror(errno));
         return -1;
@@ -809,7 +825,12 @@ bool registry_update(struct registry *r, size_t i, hwloc_const_bitmap_t cpus,
     int fd = openat(r->sd->fd, c->file, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     const char *why = fd < 0 ? strerror(errno) : state_distrust(fd);
     char *line = format_record(c, c->file);
-    bool ok = why == NULL && ftruncate(fd, 0) == 0 && dprintf(fd, "%s%s", claim_header, line) > 0;
+    char *text = xasprintf("%s%s", claim_header, line);
+    size_t len = strlen(text);
+    /* over the old text, then cut: a crash between leaves a whole line, never an empty file */
+    bool ok =
+        why == NULL && pwrite(fd, text, len, 0) == (ssize_t)len && ftruncate(fd, (off_t)len) == 0;
+    free(text);
     if (!ok)
         err_set(e, "cannot update %s/%s: %s", r->sd->path, c->file, why ? why : strerror(errno));
     free(line);
@@ -824,6 +845,37 @@ const struct claim *registry_previous(struct registry *r, const char *key)
         if (strcmp(r->ended[i].key, key) == 0)
             return &r->ended[i];
     return NULL;
+}
+
+void registry_disown(const struct state_dir *sd)
+{
+    struct stat dir;
+    DIR *fds = opendir("/proc/self/fd");
+    if (fds == NULL || fstat(sd->fd, &dir) < 0) {
+        if (fds)
+            closedir(fds);
+        return;
+    }
+    struct dirent *d;
+    while ((d = readdir(fds)) != NULL) {
+        char *end, link[64], target[4096];
+        long fd = strtol(d->d_name, &end, 10);
+        struct stat st, named;
+        if (*end || end == d->d_name || fd == dirfd(fds) || fd == sd->fd ||
+            fstat((int)fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != dir.st_dev)
+            continue;
+        snprintf(link, sizeof(link), "/proc/self/fd/%ld", fd);
+        ssize_t len = readlink(link, target, sizeof(target) - 1);
+        if (len <= 0)
+            continue;
+        target[len] = '\0';
+        const char *base = strrchr(target, '/');
+        base = base ? base + 1 : target;
+        if (strncmp(base, CLAIM_PREFIX, strlen(CLAIM_PREFIX)) == 0 &&
+            fstatat(sd->fd, base, &named, AT_SYMLINK_NOFOLLOW) == 0 && named.st_ino == st.st_ino)
+            close((int)fd); /* another service's claim, not ours to keep alive */
+    }
+    closedir(fds);
 }
 
 void registry_release(struct registry *r)

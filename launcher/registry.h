@@ -62,6 +62,7 @@ struct registry {
     size_t lines;  /* in the table: rewritten whole when too many no longer count */
     char *pending; /* lines to add to the table (placements of claims pruned now) */
     bool rebuilt;  /* the table was missing or unreadable, and rebuilt from the claim files */
+    bool checked;  /* every claim has been probed (REGISTRY_READ) */
     bool rewrite;  /* the table must be written whole */
     /* this process's own witness, read once: what its claim records */
     bool witness;
@@ -109,6 +110,13 @@ bool registry_update(struct registry *r, size_t i, hwloc_const_bitmap_t cpus,
 
 /* The placement a launch with this key had when it last ended, or NULL. */
 const struct claim *registry_previous(struct registry *r, const char *key);
+
+/*
+ * Close the claim fds this process inherited from a service that launched
+ * it (tunerun nested in a tunerun service): they would keep that claim
+ * alive and make this launch one of its processes.
+ */
+void registry_disown(const struct state_dir *sd);
 
 /*
  * Write back what changed and release the lock, keeping the claims in

@@ -48,7 +48,9 @@ enum state_status state_dir_open(struct state_dir *sd, const char *path, struct 
         err_set(e, "no state directory: XDG_RUNTIME_DIR is not set (see --state-dir)");
         return STATE_UNAVAILABLE;
     }
-    if (mkdir(sd->path, geteuid() == 0 ? 0755 : 0700) < 0 && errno != EEXIST) {
+    /* 0700: a user who could open `lock` or a claim file could lock it, and stall or fake launches
+     */
+    if (mkdir(sd->path, 0700) < 0 && errno != EEXIST) {
         err_set(e, "cannot create state directory %s: %s", sd->path, strerror(errno));
         return STATE_UNAVAILABLE;
     }
@@ -182,7 +184,7 @@ bool state_write(const struct state_dir *sd, const char *name, const char *const
 {
     char tmp[256];
     snprintf(tmp, sizeof(tmp), ".%s.%016llx.tmp", name, state_random());
-    int fd = openat(sd->fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int fd = openat(sd->fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         err_set(e, "cannot create %s/%s: %s", sd->path, tmp, strerror(errno));
         return false;

@@ -676,6 +676,59 @@ static void test_claims(void **state)
     plan_free(&pl);
     claim_free(&k);
 
+    /* SMT: a pool gives up whole cores, not only the PUs the newcomer runs on */
+    {
+        struct topo smt = load_topo("synthetic:pack:1 numa:1 core:4 pu:2");
+        struct profile nosmt = load_profile("mysql", (const char *[]){"placement.smt=no", NULL});
+        struct claim pool = live("nginx", "0-7", "0", false, "mysql");
+        pool.pool = true;
+        pl = plan_with(&nosmt, &smt, &pool, 1);
+        assert_false(pl.degraded);
+        assert_int_equal(pl.nshrinks, 1);
+        assert_int_equal(hwloc_bitmap_weight(pl.cpus), 3); /* one PU of each core but the last */
+        cpus = bitmap_list(pl.shrinks[0].cpus);
+        assert_string_equal(cpus, "6-7"); /* the pool keeps a whole core, no sibling of mysql's */
+        free(cpus);
+        cpus = bitmap_list(pl.shrinks[0].gives);
+        assert_string_equal(cpus, "0-5");
+        free(cpus);
+        plan_free(&pl);
+        claim_free(&pool);
+        profile_free(&nosmt);
+        topo_free(&smt);
+    }
+    /* a pool yields when the CPUs free of it cannot cover the ask, not only when none are */
+    {
+        struct topo one = load_topo("synthetic:pack:1 numa:1 core:8 pu:1");
+        struct profile four = profile_text("[profile]\nname = four\n[placement]\ncpus = 4\n"
+                                           "exclusive = yes\n");
+        struct claim pool = live("nginx", "1-7", "0", false, NULL);
+        pool.pool = true;
+        pl = plan_with(&four, &one, &pool, 1);
+        assert_false(pl.degraded);
+        cpus = bitmap_list(pl.cpus);
+        assert_string_equal(cpus, "0-3");
+        free(cpus);
+        assert_int_equal(pl.nshrinks, 1);
+        cpus = bitmap_list(pl.shrinks[0].cpus);
+        assert_string_equal(cpus, "4-7");
+        free(cpus);
+        plan_free(&pl);
+        /* ... and leaves it alone when they do */
+        struct profile two = profile_text("[profile]\nname = two\n[placement]\ncpus = 1\n"
+                                          "exclusive = yes\n");
+        pl = plan_with(&two, &one, &pool, 1);
+        assert_int_equal(pl.nshrinks, 0);
+        cpus = bitmap_list(pl.cpus);
+        assert_string_equal(cpus, "0");
+        free(cpus);
+        plan_free(&pl);
+        profile_free(&two);
+        claim_free(&pool);
+        profile_free(&four);
+        topo_free(&one);
+    }
+
     /* a restart gets its previous node back when it is free ... */
     struct claim prev = live("mysql", "4-7", "1", false, "nginx");
     struct plan_input in = {&mysql, &t, NULL, true, NULL, 0, &prev};
