@@ -408,7 +408,14 @@ static void load_nodes(hwloc_topology_t topo, struct topo *t)
     hwloc_obj_t *objs = xcalloc(n > 0 ? (size_t)n : 0, sizeof(*objs));
     for (int j = 0; j < n; j++) {
         hwloc_obj_t o = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)j);
-        if (!hwloc_bitmap_isset(allowed, o->os_index))
+        /*
+         * A cpuset's mems (cgroup v2's cpuset.mems.effective) never list a
+         * memoryless node, allowed or not: such a node is ours when any of
+         * its CPUs is.
+         */
+        bool memoryless = o->attr->numanode.local_memory == 0;
+        if (memoryless ? !hwloc_bitmap_intersects(o->cpuset, t->cpus)
+                       : !hwloc_bitmap_isset(allowed, o->os_index))
             continue;
         size_t i = t->nnodes++;
         objs[i] = o;
