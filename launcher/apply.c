@@ -6,6 +6,7 @@
  */
 #include "apply.h"
 #include "procs.h"
+#include "report.h"
 #include "util.h"
 
 #include <errno.h>
@@ -316,6 +317,21 @@ static void apply_env(const struct plan_step *s, struct step_result *r)
         set(r, STEP_OK, 0, "%s=%s", s->u.env.name, s->u.env.value);
 }
 
+static void apply_cgroup(const struct plan_step *s, struct step_result *r)
+{
+    char where[4096], why[1024];
+    int error;
+    if (cgroup_enter(s->u.cgroup.dir, s->u.cgroup.v2, s->u.cgroup.name, s->u.cgroup.swappiness,
+                     s->u.cgroup.set_swap_max, s->u.cgroup.swap_max, where, sizeof(where), why,
+                     sizeof(why), &error)) {
+        char value[64];
+        report_step_value(s, value, sizeof(value));
+        set(r, STEP_OK, 0, "%s in %s", value, where);
+    } else {
+        set(r, STEP_FAILED, error, "%s", why);
+    }
+}
+
 void apply_plan(const struct plan *pl, struct step_result *results)
 {
     for (size_t i = 0; i < pl->nsteps; i++) {
@@ -340,6 +356,9 @@ void apply_plan(const struct plan *pl, struct step_result *results)
             break;
         case STEP_SETENV:
             apply_env(s, r);
+            break;
+        case STEP_CGROUP:
+            apply_cgroup(s, r);
             break;
         }
     }

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "apply.h"
+#include "cgroup.h"
 #include "log.h"
 #include "plan.h"
 #include "profile.h"
@@ -31,6 +32,7 @@
 #include "ps.h"
 #include "registry.h"
 #include "state.h"
+#include "systemd.h"
 #include "util.h"
 #include "topo.h"
 
@@ -41,7 +43,7 @@
 #define EXIT_CANNOT_RUN 126
 #define EXIT_NOT_FOUND  127
 
-enum verb { VERB_RUN, VERB_PLAN, VERB_TOPO, VERB_PROFILES, VERB_PS };
+enum verb { VERB_RUN, VERB_PLAN, VERB_TOPO, VERB_PROFILES, VERB_PS, VERB_SYSTEMD };
 
 /* The whole state of one invocation, as util-linux tools keep it. */
 struct options {
@@ -66,6 +68,7 @@ static void usage(FILE *out)
           " tunerun plan [options] PROFILE [-- COMMAND [ARG...]]\n"
           " tunerun topo [--json] [--topology SRC] [--state-dir DIR]\n"
           " tunerun ps [--json] [--state-dir DIR]\n"
+          " tunerun systemd [options] PROFILE [-- COMMAND [ARG...]]\n"
           " tunerun profiles\n"
           "\n"
           "Place a service on this machine's CPUs and NUMA memory the way its workload\n"
@@ -78,6 +81,8 @@ static void usage(FILE *out)
           " topo        show the topology as tunerun sees it\n"
           " ps          list the services running under tunerun, their processes, and\n"
           "             any thread that left its CPUs\n"
+          " systemd     print a unit drop-in: ExecStart= under tunerun, and the limits,\n"
+          "             OOM score, swap and THP settings that belong in the unit\n"
           " profiles    list the profiles found and where each comes from\n"
           "\n"
           "Options:\n"
@@ -157,7 +162,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         enum verb verb;
     } verbs[] = {
         {"run", VERB_RUN}, {"plan", VERB_PLAN},         {"topo", VERB_TOPO},
-        {"ps", VERB_PS},   {"profiles", VERB_PROFILES},
+        {"ps", VERB_PS},   {"profiles", VERB_PROFILES}, {"systemd", VERB_SYSTEMD},
     };
     char *pos[3];
     int npos = 0;
@@ -239,7 +244,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         return -1;
     }
     if (npos > 1)
-        return usage_error(o->command || o->verb == VERB_PLAN
+        return usage_error(o->command || o->verb == VERB_PLAN || o->verb == VERB_SYSTEMD
                                ? "unexpected argument '%s' (one PROFILE only)"
                                : "expected '--' before the command '%s' (tunerun PROFILE -- "
                                  "COMMAND)",
@@ -249,7 +254,7 @@ static int parse_args(int argc, char **argv, struct options *o)
     if (npos == 0 && !o->profile_file)
         return usage_error("%s", "missing PROFILE");
     o->profile_name = npos == 1 ? rest[0] : NULL;
-    if (o->verb == VERB_PLAN && o->command && o->command[0] == NULL)
+    if ((o->verb == VERB_PLAN || o->verb == VERB_SYSTEMD) && o->command && o->command[0] == NULL)
         return usage_error("%s", "missing COMMAND after '--'");
     if (o->verb == VERB_RUN) {
         if (o->command == NULL)
@@ -410,7 +415,8 @@ static bool depends(const struct claim *k, void *arg)
 }
 
 static bool build_plan(struct plan *pl, struct profile *p, struct topo *t,
-                       const struct state_dir *sd, struct registry *reg, const char *key)
+                       const struct state_dir *sd, struct registry *reg, const char *key,
+                       const struct cgroup *cg)
 {
     struct err e;
     struct depends d = {p, key};
@@ -419,7 +425,7 @@ static bool build_plan(struct plan *pl, struct profile *p, struct topo *t,
     if (reg->pruned)
         log_info("registry: removed %zu claim%s of services that are gone", reg->pruned,
                  reg->pruned == 1 ? "" : "s");
-    struct plan_input in = {p, t, environ, sd->fd >= 0, reg->claims, reg->nclaims, NULL};
+    struct plan_input in = {p, t, environ, sd->fd >= 0, reg->claims, reg->nclaims, NULL, cg};
     if (sd->fd >= 0 && key)
         in.previous = registry_previous(reg, key);
     if (!plan_build(pl, &in, &e)) {
@@ -629,7 +635,7 @@ static bool command_found(const char *cmd)
 }
 
 static int run(const struct options *o, struct profile *p, struct topo *t,
-               const struct state_dir *sd)
+               const struct state_dir *sd, const struct cgroup *cg)
 {
     struct plan pl;
     struct registry reg;
@@ -645,7 +651,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         registry_disown(sd);
     if (!open_registry(sd, &reg, REGISTRY_WRITE))
         return EXIT_TUNERUN;
-    if (!build_plan(&pl, p, t, sd, &reg, key)) {
+    if (!build_plan(&pl, p, t, sd, &reg, key, cg)) {
         registry_close(&reg);
         return EXIT_TUNERUN;
     }
@@ -669,6 +675,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     if (o->strict && failed) {
         log_error("--strict: %d step%s failed; not executing %s", failed, failed == 1 ? "" : "s",
                   o->command[0]);
+        cgroup_leave();
         if (claim_fd >= 0)
             registry_drop(&reg, name, claim_fd);
         registry_close(&reg);
@@ -683,6 +690,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
                   "moved the others back; not executing %s",
                   stuck, stuck == 1 ? "" : "s", o->command[0]);
         moves_undo(&moves, true);
+        cgroup_leave();
         registry_drop(&reg, name, claim_fd);
         registry_close(&reg);
         plan_free(&pl);
@@ -705,6 +713,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     execvp(o->command[0], o->command);
     int error = errno;
     log_error("cannot execute '%s': %s", o->command[0], strerror(error));
+    cgroup_leave();
     if (claim_fd >= 0)
         registry_drop(&reg, name, claim_fd);
     registry_close(&reg);
@@ -712,7 +721,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
 }
 
 static int show_plan(const struct options *o, struct profile *p, struct topo *t,
-                     const struct state_dir *sd)
+                     const struct state_dir *sd, const struct cgroup *cg)
 {
     struct plan pl;
     struct registry reg;
@@ -722,7 +731,7 @@ static int show_plan(const struct options *o, struct profile *p, struct topo *t,
     /* shared and read-only: a plan prunes nothing and writes no claim */
     if (!open_registry(sd, &reg, REGISTRY_READ))
         return EXIT_TUNERUN;
-    bool built = build_plan(&pl, p, t, sd, &reg, o->command ? key : NULL);
+    bool built = build_plan(&pl, p, t, sd, &reg, o->command ? key : NULL, cg);
     registry_close(&reg);
     if (!built)
         return EXIT_TUNERUN;
@@ -842,15 +851,28 @@ int main(int argc, char **argv)
         status = EXIT_TUNERUN;
         goto out;
     }
+    if (o.verb == VERB_SYSTEMD) {
+        char exe[4096];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        exe[n > 0 ? n : 0] = '\0';
+        systemd_dropin(stdout, &p, n > 0 ? exe : "/usr/bin/tunerun", o.command, systemd_version());
+        profile_free(&p);
+        status = 0;
+        goto out;
+    }
     if (!load_topology(&o, &t, &sd)) {
         profile_free(&p);
         status = EXIT_TUNERUN;
         goto out;
     }
+    struct cgroup cg;
+    cgroup_detect(&cg);
+    const struct cgroup *here = o.topology ? NULL : &cg; /* another machine's is unknown */
     if (o.verb == VERB_PLAN)
-        status = show_plan(&o, &p, &t, &sd);
+        status = show_plan(&o, &p, &t, &sd, here);
     else
-        status = run(&o, &p, &t, &sd);
+        status = run(&o, &p, &t, &sd, here);
+    cgroup_free(&cg);
     topo_free(&t);
     profile_free(&p);
 out:

@@ -84,6 +84,9 @@ void plan_step_name(const struct plan_step *s, char *buf, size_t n)
     case STEP_THP:
         snprintf(buf, n, "thp");
         break;
+    case STEP_CGROUP:
+        snprintf(buf, n, "cgroup");
+        break;
     case STEP_SETENV:
         snprintf(buf, n, "env %s", s->u.env.name);
         break;
@@ -131,6 +134,7 @@ struct ctx {
     const struct claim *claims;
     size_t nclaims;
     const struct claim *prev; /* the placement this launch had before, when free now */
+    const struct cgroup *cgroup;
 };
 
 /* The node a node's memory comes from: itself, or the nearest with memory. */
@@ -838,6 +842,102 @@ static const char *limit_fear(int resource)
     }
 }
 
+/* What does, where tunerun may not write the cgroup: the unit setting or the docker flag. */
+static char *swap_fix(const struct profile *p, const struct cgroup *cg)
+{
+    char size[32] = "max";
+    if (p->memory.swap_max_set && p->memory.swap_max != UINT64_MAX)
+        snprintf(size, sizeof(size), "%llu", (unsigned long long)p->memory.swap_max);
+    switch (cg->owner) {
+    case CG_OWN_UNIT:
+        if (p->memory.swap_max_set)
+            return xasprintf("fix: MemorySwapMax=%s in %s (systemctl edit %s; `tunerun systemd "
+                             "%s` prints the drop-in)",
+                             size, cg->unit, cg->unit, p->name);
+        return xasprintf("fix: Delegate=yes in %s lets tunerun make the service's own cgroup "
+                         "(systemd has no per-unit swappiness)",
+                         cg->unit);
+    case CG_OWN_READONLY:
+        if (p->memory.swap_max_set && p->memory.swap_max == 0)
+            return xasprintf("fix: docker run --memory-swap equal to --memory (no swap)%s",
+                             p->memory.swappiness >= 0 ? ", and --memory-swappiness" : "");
+        return xasprintf("fix: docker run --memory-swappiness=%d",
+                         p->memory.swappiness >= 0 ? p->memory.swappiness : 0);
+    case CG_OWN_DENIED:
+        return xasprintf("fix: run tunerun as root, or in a cgroup delegated to this user "
+                         "(systemd-run --user -p Delegate=yes)");
+    default:
+        return xasprintf("fix: echo +memory > the parent cgroup's cgroup.subtree_control");
+    }
+}
+
+/*
+ * Swap policy, in a child cgroup where tunerun may write one: cgroup v1's
+ * memory.swappiness, v2's memory.swap.max. Each version lacks the other's
+ * knob; where the profile asks for both (redis) the one that exists does
+ * the job.
+ */
+static void add_swap_steps(struct ctx *c, const struct cgroup *cg)
+{
+    const struct profile *p = c->p;
+    bool sw = p->memory.swappiness >= 0, max = p->memory.swap_max_set;
+    if (!sw && !max)
+        return;
+    if (cg == NULL) {
+        note(c->pl, NOTE_INFO, "swap: the cgroup of another machine is not known; not planned");
+        return;
+    }
+    if (!cgroup_writable(cg)) {
+        char *fix = swap_fix(p, cg);
+        note(c->pl, NOTE_WARN, "swap: %s; the service's swap policy is not set (%s)", cg->why, fix);
+        free(fix);
+        return;
+    }
+    int swappiness = -1;
+    bool set_max = false;
+    if (cg->v2) {
+        set_max = max;
+        if (sw && max)
+            note(c->pl, NOTE_INFO,
+                 "swap: cgroup v2 has no per-cgroup swappiness; swap_max stands for it");
+        else if (sw)
+            note(c->pl, NOTE_WARN,
+                 "swap: cgroup v2 has no per-cgroup swappiness; swappiness %d needs the global "
+                 "sysctl (sysctl -w vm.swappiness=%d) or swap_max",
+                 p->memory.swappiness, p->memory.swappiness);
+    } else {
+        swappiness = sw ? p->memory.swappiness : -1;
+        if (sw && max)
+            note(c->pl, NOTE_INFO,
+                 "swap: cgroup v1 has no memory.swap.max (memsw counts memory and swap "
+                 "together); swappiness %d stands for it",
+                 p->memory.swappiness);
+        else if (max)
+            note(c->pl, NOTE_WARN,
+                 "swap: cgroup v1 has no memory.swap.max; set swappiness = 0 instead, or boot "
+                 "with cgroup v2");
+    }
+    if (swappiness < 0 && !set_max)
+        return;
+    struct origin at = sw && !cg->v2 ? p->memory.swappiness_at : p->memory.swap_max_at;
+    char *where = origin_str(at);
+    struct plan_step *s =
+        add_step(c->pl, STEP_CGROUP,
+                 xasprintf("%s (%s)",
+                           p->memory.swappiness == 1 || (max && p->memory.swap_max > 0)
+                               ? "swapping out a hot buffer pool stalls queries; a little swap "
+                                 "still beats the OOM killer"
+                               : "a fork's copy-on-write pages and latency die in swap",
+                           where));
+    free(where);
+    s->u.cgroup.dir = xstrdup(cg->dir);
+    s->u.cgroup.name = p->name;
+    s->u.cgroup.v2 = cg->v2;
+    s->u.cgroup.swappiness = swappiness;
+    s->u.cgroup.set_swap_max = set_max;
+    s->u.cgroup.swap_max = p->memory.swap_max;
+}
+
 static void add_limit_steps(struct ctx *c)
 {
     for (int r = 0; r < PROFILE_NLIMITS; r++) {
@@ -1022,6 +1122,14 @@ static void add_java_step(struct ctx *c, const char *base)
             hwloc_bitmap_t nodes = hwloc_bitmap_dup(nmem ? pl->mem_nodes : pl->nodes);
             ram = c->t->memory_known ? sum_mem(c->t, nodes, false) : 0;
             hwloc_bitmap_free(nodes);
+            /* the heap must fit the container too, whichever is smaller */
+            if (c->cgroup && c->cgroup->mem_limit && (ram == 0 || c->cgroup->mem_limit < ram)) {
+                note(pl, NOTE_INFO,
+                     "java: MaxRAM from the cgroup memory limit (%.1f GiB), below the bound "
+                     "nodes' memory",
+                     gib(c->cgroup->mem_limit));
+                ram = c->cgroup->mem_limit;
+            }
         }
         if (user_sets(base, "-XX:MaxRAM="))
             note(pl, NOTE_INFO, "java: JAVA_TOOL_OPTIONS already sets MaxRAM; kept");
@@ -1086,7 +1194,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     pl->nodes = hwloc_bitmap_alloc();
     pl->mem_nodes = hwloc_bitmap_alloc();
 
-    struct ctx c = {.p = in->profile, .t = t, .pl = pl};
+    struct ctx c = {.p = in->profile, .t = t, .pl = pl, .cgroup = in->cgroup};
     c.cand = hwloc_bitmap_alloc();
     hwloc_bitmap_and(c.cand, t->cpus, t->binding);
     if (hwloc_bitmap_iszero(c.cand)) {
@@ -1125,6 +1233,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
         add_shrinks(&c);
         settle_nodes(&c);
     }
+    add_swap_steps(&c, in->cgroup);
     add_limit_steps(&c);
     add_placement_steps(&c);
     add_env_steps(&c, in->environ);
@@ -1156,6 +1265,8 @@ void plan_free(struct plan *pl)
         else if (s->type == STEP_SETENV) {
             free(s->u.env.name);
             free(s->u.env.value);
+        } else if (s->type == STEP_CGROUP) {
+            free(s->u.cgroup.dir);
         }
     }
     free(pl->steps);

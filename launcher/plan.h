@@ -19,6 +19,7 @@
 
 #include "log.h"
 #include "profile.h"
+#include "cgroup.h"
 #include "registry.h"
 #include "topo.h"
 
@@ -31,6 +32,7 @@ enum plan_mpol {
 };
 
 enum step_type {
+    STEP_CGROUP,
     STEP_RLIMIT,
     STEP_OOM_SCORE_ADJ,
     STEP_MEMPOLICY,
@@ -57,6 +59,14 @@ struct plan_step {
         struct {
             char *name, *value;
         } env;
+        struct {
+            char *dir;        /* the cgroup to make a child of */
+            const char *name; /* the profile's, for the child's name; borrowed */
+            bool v2;
+            int swappiness; /* -1: leave it */
+            bool set_swap_max;
+            uint64_t swap_max; /* UINT64_MAX: "max" */
+        } cgroup;
     } u;
 };
 
@@ -99,6 +109,7 @@ struct plan_input {
     const struct claim *claims; /* live claims of running services */
     size_t nclaims;
     const struct claim *previous; /* where this launch ran when it last ended, or NULL */
+    const struct cgroup *cgroup;  /* where this process stands; NULL for another machine */
 };
 
 /*

@@ -620,6 +620,39 @@ static bool set_oom(struct profile *p, const char *v, struct origin at, const ch
     return true;
 }
 
+static bool set_swappiness(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    long n;
+    if (strcasecmp(v, "system") == 0) {
+        p->memory.swappiness = -1;
+        return true;
+    }
+    if (!parse_long(v, 0, 100, &n)) {
+        *why = why_buf("'%s' is not system or a swappiness from 0 to 100", v);
+        return false;
+    }
+    p->memory.swappiness = (int)n;
+    p->memory.swappiness_at = at;
+    return true;
+}
+
+static bool set_swap_max(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    if (strcasecmp(v, "system") == 0) {
+        p->memory.swap_max_set = false;
+        return true;
+    }
+    if (strcasecmp(v, "max") == 0) {
+        p->memory.swap_max = UINT64_MAX;
+    } else if (!parse_size(v, &p->memory.swap_max)) {
+        *why = why_buf("'%s' is not system, max or a size like 0 or 512M", v);
+        return false;
+    }
+    p->memory.swap_max_set = true;
+    p->memory.swap_max_at = at;
+    return true;
+}
+
 static bool set_java(enum java_mode *mode, unsigned *count, uint64_t *size, const char *v,
                      const char **why)
 {
@@ -694,6 +727,8 @@ static const struct key_def {
     {"memory", "thp", set_thp},
     {"memory", "malloc_arena_max", set_arena},
     {"memory", "oom_score_adj", set_oom},
+    {"memory", "swappiness", set_swappiness},
+    {"memory", "swap_max", set_swap_max},
     {"java", "active_processor_count", set_java_apc},
     {"java", "use_numa", set_java_numa},
     {"java", "max_ram", set_java_max_ram},
@@ -847,6 +882,7 @@ static void profile_defaults(struct profile *p)
     p->placement.memory = MEM_LOCAL;
     p->memory.thp = THP_SYSTEM;
     p->memory.arena = ARENA_UNSET;
+    p->memory.swappiness = -1;
 }
 
 static char *name_from_path(const char *path)

@@ -68,6 +68,11 @@ struct profile {
         bool oom_set;
         int oom_score_adj;
         struct origin oom_at;
+        int swappiness; /* 0..100, or -1: the system's */
+        struct origin swappiness_at;
+        bool swap_max_set; /* else the system's */
+        uint64_t swap_max; /* bytes; UINT64_MAX: "max" */
+        struct origin swap_max_at;
     } memory;
 
     struct profile_limit limits[PROFILE_NLIMITS];

@@ -114,6 +114,14 @@ void report_step_value(const struct plan_step *s, char *buf, size_t n)
     case STEP_THP:
         snprintf(buf, n, "%s", thp_mode_name(s->u.thp));
         break;
+    case STEP_CGROUP:
+        if (s->u.cgroup.swappiness >= 0)
+            snprintf(buf, n, "memory.swappiness=%d", s->u.cgroup.swappiness);
+        else if (s->u.cgroup.swap_max == UINT64_MAX)
+            snprintf(buf, n, "memory.swap.max=max");
+        else
+            snprintf(buf, n, "memory.swap.max=%llu", (unsigned long long)s->u.cgroup.swap_max);
+        break;
     case STEP_SETENV:
         snprintf(buf, n, "%s", s->u.env.value);
         break;

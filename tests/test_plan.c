@@ -57,7 +57,7 @@ static struct plan make_plan(const struct profile *p, const struct topo *t, char
 {
     struct plan pl;
     struct err e;
-    struct plan_input in = {p, t, env, false, NULL, 0, NULL};
+    struct plan_input in = {p, t, env, false, NULL, 0, NULL, NULL};
     if (!plan_build(&pl, &in, &e))
         fail_msg("%s", e.msg);
     return pl;
@@ -286,7 +286,7 @@ static void test_inherited_affinity_is_never_widened(void **state)
     struct profile p = load_profile("mysql", NULL);
     struct plan pl;
     struct err e;
-    struct plan_input in = {&p, &t, NULL, false, NULL, 0, NULL};
+    struct plan_input in = {&p, &t, NULL, false, NULL, 0, NULL, NULL};
     assert_false(plan_build(&pl, &in, &e));
     assert_non_null(strstr(e.msg, "inherited affinity"));
     profile_free(&p);
@@ -429,6 +429,28 @@ static void test_derived_environment(void **state)
     plan_free(&pl);
     profile_free(&p);
 
+    /* a container's memory limit below the bound node's memory caps the heap instead */
+    {
+        struct cgroup cg = {
+            .mode = CG_UNIFIED, .v2 = true, .owner = CG_OWN_HOST, .mem_limit = 512ULL << 20};
+        struct profile java = load_profile("java", NULL);
+        struct plan_input in = {&java, &t, NULL, false, NULL, 0, NULL, &cg};
+        struct err e;
+        struct plan capped;
+        assert_true(plan_build(&capped, &in, &e));
+        s = find_env(&capped, "JAVA_TOOL_OPTIONS");
+        assert_non_null(s);
+        assert_non_null(strstr(s->u.env.value, "-XX:MaxRAM=512m"));
+        plan_free(&capped);
+        /* ... and one above it changes nothing */
+        cg.mem_limit = 64ULL << 30;
+        assert_true(plan_build(&capped, &in, &e));
+        assert_non_null(
+            strstr(find_env(&capped, "JAVA_TOOL_OPTIONS")->u.env.value, "-XX:MaxRAM=1024m"));
+        plan_free(&capped);
+        profile_free(&java);
+    }
+
     /* two nodes: UseNUMA; the user's options stay first and are not repeated */
     const char *const sets[] = {"placement.nodes=2", NULL};
     p = load_profile("java", sets);
@@ -563,10 +585,78 @@ static struct plan plan_with(const struct profile *p, const struct topo *t, stru
 {
     struct plan pl;
     struct err e;
-    struct plan_input in = {p, t, NULL, true, k, n, NULL};
+    struct plan_input in = {p, t, NULL, true, k, n, NULL, NULL};
     if (!plan_build(&pl, &in, &e))
         fail_msg("%s", e.msg);
     return pl;
+}
+
+static const struct plan_step *find_step(const struct plan *pl, enum step_type type)
+{
+    for (size_t i = 0; i < pl->nsteps; i++)
+        if (pl->steps[i].type == type)
+            return &pl->steps[i];
+    return NULL;
+}
+
+static void test_swap_policy(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("synthetic:pack:1 numa:1 core:2 pu:1");
+    struct profile mysql = load_profile("mysql", NULL), redis = load_profile("redis", NULL);
+    struct cgroup v1 = {.mode = CG_HYBRID, .owner = CG_OWN_HOST, .dir = "/sys/fs/cgroup/memory/x"};
+    struct cgroup v2 = {
+        .mode = CG_UNIFIED, .v2 = true, .owner = CG_OWN_HOST, .dir = "/sys/fs/cgroup/x"};
+    struct err e;
+    struct plan pl;
+
+    /* v1: memory.swappiness, first of all steps */
+    struct plan_input in = {&mysql, &t, NULL, false, NULL, 0, NULL, &v1};
+    assert_true(plan_build(&pl, &in, &e));
+    assert_int_equal(pl.steps[0].type, STEP_CGROUP);
+    assert_int_equal(pl.steps[0].u.cgroup.swappiness, 1);
+    assert_false(pl.steps[0].u.cgroup.set_swap_max);
+    assert_false(pl.degraded);
+    plan_free(&pl);
+    /* v2: no per-cgroup swappiness for mysql: warned, nothing made */
+    in.cgroup = &v2;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_null(find_step(&pl, STEP_CGROUP));
+    assert_true(pl.degraded);
+    plan_free(&pl);
+    /* v2: redis gets memory.swap.max = 0; its swappiness is covered, not warned */
+    in.profile = &redis;
+    assert_true(plan_build(&pl, &in, &e));
+    const struct plan_step *s = find_step(&pl, STEP_CGROUP);
+    assert_non_null(s);
+    assert_true(s->u.cgroup.set_swap_max);
+    assert_int_equal(s->u.cgroup.swap_max, 0);
+    assert_int_equal(s->u.cgroup.swappiness, -1);
+    assert_false(pl.degraded);
+    plan_free(&pl);
+    /* a systemd unit's cgroup: nothing written, the unit setting named */
+    struct cgroup unit = v2;
+    unit.owner = CG_OWN_UNIT;
+    snprintf(unit.unit, sizeof(unit.unit), "redis.service");
+    snprintf(unit.why, sizeof(unit.why), "redis.service's cgroup belongs to systemd");
+    in.cgroup = &unit;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_null(find_step(&pl, STEP_CGROUP));
+    assert_true(pl.degraded);
+    bool named = false;
+    for (size_t i = 0; i < pl.nnotes; i++)
+        named |= strstr(pl.notes[i].text, "MemorySwapMax=0 in redis.service") != NULL;
+    assert_true(named);
+    plan_free(&pl);
+    /* another machine's plan (--topology): no cgroup, no warning */
+    in.cgroup = NULL;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_null(find_step(&pl, STEP_CGROUP));
+    assert_false(pl.degraded);
+    plan_free(&pl);
+    profile_free(&mysql);
+    profile_free(&redis);
+    topo_free(&t);
 }
 
 static void test_claims(void **state)
@@ -731,7 +821,7 @@ static void test_claims(void **state)
 
     /* a restart gets its previous node back when it is free ... */
     struct claim prev = live("mysql", "4-7", "1", false, "nginx");
-    struct plan_input in = {&mysql, &t, NULL, true, NULL, 0, &prev};
+    struct plan_input in = {&mysql, &t, NULL, true, NULL, 0, &prev, NULL};
     struct err e;
     assert_true(plan_build(&pl, &in, &e));
     cpus = bitmap_list(pl.cpus);
@@ -768,6 +858,7 @@ int main(void)
         cmocka_unit_test(test_impossible_asks_are_degraded),
         cmocka_unit_test(test_thp_and_limit_steps),
         cmocka_unit_test(test_claims),
+        cmocka_unit_test(test_swap_policy),
     };
     return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
 }

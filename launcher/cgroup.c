@@ -1,0 +1,362 @@
+/*
+ * cgroup.c - the cgroup mode, this process's memory cgroup, and the child
+ * cgroup a service's swap policy lives in.
+ *
+ * Written by hand: libcgroup would do, but Debian's is for v1 tools, and
+ * what is needed is small: systemd's own detection (statfs of
+ * /sys/fs/cgroup), a read of /proc/self/mountinfo and /proc/self/cgroup,
+ * and a few writes.
+ */
+#include "cgroup.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC 0x01021994
+#endif
+
+#define STALE_SECONDS 60 /* a tunerun.* child this old and empty is left over */
+
+const char *cgroup_mode_name(enum cg_mode m)
+{
+    static const char *const names[] = {"none", "v1 (legacy)", "hybrid", "v2 (unified)"};
+    return names[m];
+}
+
+static bool is_fs(const char *path, long magic)
+{
+    struct statfs fs;
+    return statfs(path, &fs) == 0 && (long)fs.f_type == magic;
+}
+
+/* As systemd decides it: the filesystem at /sys/fs/cgroup, then at .../unified. */
+static enum cg_mode detect_mode(void)
+{
+    if (is_fs("/sys/fs/cgroup", CGROUP2_SUPER_MAGIC))
+        return CG_UNIFIED;
+    if (!is_fs("/sys/fs/cgroup", TMPFS_MAGIC))
+        return CG_NONE;
+    return is_fs("/sys/fs/cgroup/unified", CGROUP2_SUPER_MAGIC) ? CG_HYBRID : CG_LEGACY;
+}
+
+static bool has_word(const char *list, const char *word, char sep)
+{
+    size_t n = strlen(word);
+    for (const char *p = list; p && *p; p = strchr(p, sep), p = p ? p + 1 : NULL)
+        if (strncmp(p, word, n) == 0 && (p[n] == sep || p[n] == '\0' || p[n] == '\n'))
+            return true;
+    return false;
+}
+
+/*
+ * The mount of the memory controller: cgroup2, or the v1 hierarchy with
+ * "memory" among its super options. Returns its mount point and root (both
+ * freed by the caller) and whether it is mounted read-only.
+ */
+static bool find_mount(bool v2, char **point, char **root, bool *ro)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    char line[4096];
+    bool found = false;
+    while (f && !found && fgets(line, sizeof(line), f)) {
+        /* id parent maj:min root point opts [optional...] - fstype source superopts */
+        char *sep = strstr(line, " - ");
+        char r[1024], pt[1024], opts[512], fstype[64], source[256], super[512] = "";
+        if (sep == NULL || sscanf(line, "%*s %*s %*s %1023s %1023s %511s", r, pt, opts) != 3 ||
+            sscanf(sep + 3, "%63s %255s %511s", fstype, source, super) < 2)
+            continue;
+        if (v2 ? strcmp(fstype, "cgroup2") != 0
+               : strcmp(fstype, "cgroup") != 0 || !has_word(super, "memory", ','))
+            continue;
+        *point = xstrdup(pt);
+        *root = xstrdup(r);
+        *ro = has_word(opts, "ro", ',');
+        found = true;
+    }
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* Our path in the hierarchy: the "0::" line (v2) or the one listing "memory" (v1). */
+static char *own_path(bool v2)
+{
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    char line[4096];
+    char *path = NULL;
+    while (f && path == NULL && fgets(line, sizeof(line), f)) {
+        char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+        if (b == NULL)
+            continue;
+        *b = '\0';
+        bool match =
+            v2 ? strncmp(line, "0:", 2) == 0 && a[1] == '\0' : has_word(a + 1, "memory", ',');
+        if (match) {
+            b[1 + strcspn(b + 1, "\n")] = '\0';
+            path = xstrdup(b + 1);
+        }
+    }
+    if (f)
+        fclose(f);
+    return path;
+}
+
+static bool read_u64(const char *dir, const char *file, uint64_t *v, bool *max)
+{
+    char path[4096], buf[64];
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    if (!read_line_file(path, buf, sizeof(buf)))
+        return false;
+    *max = strcmp(buf, "max") == 0;
+    if (*max)
+        return true;
+    char *end;
+    errno = 0;
+    *v = strtoull(buf, &end, 10);
+    return errno == 0 && end != buf;
+}
+
+/* The lowest memory limit from our cgroup up to the mount's root. */
+static uint64_t memory_limit(const char *dir, const char *point, bool v2)
+{
+    uint64_t lowest = 0;
+    char *d = xstrdup(dir);
+    size_t plen = strlen(point);
+    for (;;) {
+        uint64_t v;
+        bool max;
+        if (read_u64(d, v2 ? "memory.max" : "memory.limit_in_bytes", &v, &max) && !max &&
+            v < (1ULL << 60) && (lowest == 0 || v < lowest))
+            lowest = v; /* v1 says "no limit" with a huge page-rounded number */
+        char *slash = strrchr(d, '/');
+        if (strlen(d) <= plen || slash == NULL || (size_t)(slash - d) < plen)
+            break;
+        *slash = '\0';
+    }
+    free(d);
+    return lowest;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* systemd marks a delegated cgroup with an xattr (v251+: trusted.delegate, user.delegate). */
+static bool delegated(const char *dir)
+{
+    char v[8];
+    ssize_t n = getxattr(dir, "trusted.delegate", v, sizeof(v) - 1);
+    if (n <= 0)
+        n = getxattr(dir, "user.delegate", v, sizeof(v) - 1);
+    return n > 0 && v[0] == '1';
+}
+
+static bool in_container(void)
+{
+    struct stat a, b;
+    const char *c = getenv("container");
+    if ((c && *c) || access("/.dockerenv", F_OK) == 0 || access("/run/.containerenv", F_OK) == 0)
+        return true;
+    /* a cgroup namespace of its own: init's differs from ours only inside one */
+    return stat("/proc/self/ns/cgroup", &a) == 0 && stat("/proc/1/ns/cgroup", &b) == 0 &&
+           a.st_ino != b.st_ino;
+}
+
+void cgroup_detect(struct cgroup *cg)
+{
+    memset(cg, 0, sizeof(*cg));
+    cg->mode = detect_mode();
+    cg->container = in_container();
+    cg->owner = CG_OWN_MISSING;
+    if (cg->mode == CG_NONE) {
+        snprintf(cg->why, sizeof(cg->why), "no cgroup filesystem at /sys/fs/cgroup");
+        return;
+    }
+    cg->v2 = cg->mode == CG_UNIFIED;
+    char *point = NULL, *root = NULL;
+    bool ro = false;
+    cg->path = own_path(cg->v2);
+    if (cg->path == NULL || !find_mount(cg->v2, &point, &root, &ro)) {
+        snprintf(cg->why, sizeof(cg->why), "no %s memory controller is mounted for this process",
+                 cg->v2 ? "cgroup2" : "cgroup v1");
+        goto out;
+    }
+    /* the path is relative to the hierarchy's root; the mount may show a subtree of it */
+    const char *rel = cg->path;
+    if (strcmp(root, "/") != 0 && strncmp(rel, root, strlen(root)) == 0)
+        rel += strlen(root);
+    cg->dir = xasprintf("%s%s", point, strcmp(rel, "/") == 0 ? "" : rel);
+    cg->mem_limit = memory_limit(cg->dir, point, cg->v2);
+
+    const char *base = strrchr(cg->path, '/');
+    base = base ? base + 1 : cg->path;
+    if (ends_with(base, ".service") || ends_with(base, ".scope"))
+        snprintf(cg->unit, sizeof(cg->unit), "%s", base);
+    char ctl[4096];
+    struct statvfs vfs;
+    if (ro || (statvfs(cg->dir, &vfs) == 0 && (vfs.f_flag & ST_RDONLY))) {
+        cg->owner = CG_OWN_READONLY;
+        snprintf(cg->why, sizeof(cg->why), "the cgroup filesystem is read-only here%s",
+                 cg->container ? " (a container)" : "");
+    } else if (cg->unit[0] && !delegated(cg->dir)) {
+        cg->owner = CG_OWN_UNIT;
+        snprintf(cg->why, sizeof(cg->why),
+                 "%s's cgroup belongs to systemd (the unit has no Delegate=yes)", cg->unit);
+    } else if (access(cg->dir, W_OK) != 0) {
+        cg->owner = CG_OWN_DENIED;
+        snprintf(cg->why, sizeof(cg->why), "cannot write %s: %s", cg->dir, strerror(errno));
+    } else if (cg->v2 &&
+               (snprintf(ctl, sizeof(ctl), "%s/cgroup.controllers", cg->dir),
+                !read_line_file(ctl, ctl, sizeof(ctl)) || !has_word(ctl, "memory", ' '))) {
+        cg->owner = CG_OWN_MISSING;
+        snprintf(cg->why, sizeof(cg->why),
+                 "the memory controller is not enabled for %s (its parent's "
+                 "cgroup.subtree_control lacks +memory)",
+                 cg->path);
+    } else {
+        cg->owner = cg->unit[0] ? CG_OWN_DELEGATED : CG_OWN_HOST;
+    }
+out:
+    free(point);
+    free(root);
+}
+
+void cgroup_free(struct cgroup *cg)
+{
+    free(cg->dir);
+    free(cg->path);
+    memset(cg, 0, sizeof(*cg));
+}
+
+/* ---- entering a child ---------------------------------------------------- */
+
+static char entered[4096], left_from[4096]; /* for cgroup_leave() */
+
+static int write_file(const char *dir, const char *file, const char *value)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return errno;
+    ssize_t w = write(fd, value, strlen(value));
+    int error = w < 0 ? errno : 0;
+    if (close(fd) < 0 && error == 0)
+        error = errno;
+    return error;
+}
+
+static int move_self(const char *dir)
+{
+    char pid[32];
+    snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+    return write_file(dir, "cgroup.procs", pid);
+}
+
+/* Empty tunerun.* children of dir that services before this one left: rmdir keeps any in use. */
+static void sweep(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    time_t now = time(NULL);
+    while (d && (e = readdir(d)) != NULL) {
+        struct stat st;
+        char path[4096];
+        if (strncmp(e->d_name, "tunerun.", 8) != 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_mtime < now - STALE_SECONDS)
+            rmdir(path); /* EBUSY while a process is in it */
+    }
+    if (d)
+        closedir(d);
+}
+
+bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bool set_swap_max,
+                  uint64_t swap_max, char *where, size_t where_n, char *err, size_t err_n,
+                  int *error)
+{
+    char child[4096], value[32];
+    sweep(dir);
+    snprintf(child, sizeof(child), "%s/tunerun.%s.%d", dir, name, (int)getpid());
+    snprintf(where, where_n, "%s", child);
+    if (mkdir(child, 0755) < 0) {
+        *error = errno;
+        snprintf(err, err_n, "mkdir %s: %s", child, strerror(errno));
+        return false;
+    }
+    const char *step = "", *in = child;
+    *error = 0;
+    if (!v2 && swappiness >= 0) {
+        /* v1: the value first, then the move; nothing is in the cgroup if it fails */
+        snprintf(value, sizeof(value), "%d", swappiness);
+        step = "memory.swappiness";
+        *error = write_file(child, step, value);
+    }
+    if (*error == 0) {
+        step = "cgroup.procs";
+        *error = move_self(child);
+    }
+    if (*error == 0 && v2 && set_swap_max) {
+        /*
+         * v2: a controller reaches a child only through its parent's
+         * subtree_control, and a cgroup with processes may enable none
+         * (no internal processes): so move first, then enable, then set.
+         */
+        char ctl[1024], path[4096];
+        snprintf(path, sizeof(path), "%s/cgroup.subtree_control", dir);
+        if (!read_line_file(path, ctl, sizeof(ctl)) || !has_word(ctl, "memory", ' ')) {
+            step = "cgroup.subtree_control";
+            in = dir;
+            *error = write_file(dir, "cgroup.subtree_control", "+memory");
+        }
+        if (*error == 0) {
+            in = child;
+            if (swap_max == UINT64_MAX)
+                snprintf(value, sizeof(value), "max");
+            else
+                snprintf(value, sizeof(value), "%llu", (unsigned long long)swap_max);
+            step = "memory.swap.max";
+            *error = write_file(child, step, value);
+        }
+    }
+    if (*error != 0) {
+        snprintf(err, err_n, "%s/%s: %s%s", in, step, strerror(*error),
+                 *error == EBUSY ? " (other processes share this cgroup: cgroup v2 lets a cgroup "
+                                   "with processes enable no controller for its children)"
+                                 : "");
+        move_self(dir);
+        rmdir(child);
+        return false;
+    }
+    snprintf(entered, sizeof(entered), "%s", child);
+    snprintf(left_from, sizeof(left_from), "%s", dir);
+    return true;
+}
+
+void cgroup_leave(void)
+{
+    if (entered[0] == '\0')
+        return;
+    move_self(left_from);
+    rmdir(entered);
+    entered[0] = '\0';
+}

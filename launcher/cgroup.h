@@ -1,0 +1,67 @@
+/*
+ * cgroup.h - where tunerun stands in the cgroup tree, and the child cgroup
+ * it makes for the service's swap policy.
+ *
+ * Swap policy is a cgroup's: cgroup v1 has a per-group memory.swappiness,
+ * v2 a memory.swap.max (and no per-group swappiness). tunerun writes only
+ * where the cgroup is its own: on a plain host or in a delegated subtree it
+ * makes a child of its current cgroup, sets the values there and moves in
+ * before exec. A systemd unit's own cgroup (no Delegate=) belongs to
+ * systemd, and a read-only cgroupfs (a container) to the runtime: there it
+ * writes nothing and says which unit setting or docker flag does the job.
+ */
+#ifndef TUNERUN_CGROUP_H
+#define TUNERUN_CGROUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum cg_mode { CG_NONE, CG_LEGACY, CG_HYBRID, CG_UNIFIED };
+
+enum cg_owner {
+    CG_OWN_HOST,      /* ours to write: a plain host, or root's own cgroup */
+    CG_OWN_DELEGATED, /* a subtree systemd delegated (Delegate=yes) */
+    CG_OWN_UNIT,      /* a systemd unit's own cgroup: systemd's, never written */
+    CG_OWN_READONLY,  /* cgroupfs is mounted read-only (a container) */
+    CG_OWN_DENIED,    /* not writable by this user */
+    CG_OWN_MISSING,   /* no memory controller found for this process */
+};
+
+struct cgroup {
+    enum cg_mode mode;
+    bool v2;    /* the memory controller is cgroup2's (else v1's) */
+    char *dir;  /* this process's memory cgroup directory, or NULL */
+    char *path; /* its path in the hierarchy, "/system.slice/mysql.service" */
+    enum cg_owner owner;
+    char unit[128];     /* the systemd unit whose cgroup it is, if any */
+    bool container;     /* signs of a container (/.dockerenv, $container, a cgroup namespace) */
+    uint64_t mem_limit; /* the lowest memory limit from here up; 0 for none */
+    char why[512];      /* why it may not be written, for messages */
+};
+
+/* Find it; never fails (owner and why say what is missing). */
+void cgroup_detect(struct cgroup *cg);
+void cgroup_free(struct cgroup *cg);
+
+static inline bool cgroup_writable(const struct cgroup *cg)
+{
+    return cg->owner == CG_OWN_HOST || cg->owner == CG_OWN_DELEGATED;
+}
+
+const char *cgroup_mode_name(enum cg_mode m);
+
+/*
+ * Make DIR/tunerun.NAME.PID, set its values (swappiness < 0 and
+ * !set_swap_max leave those alone), and move this process in. On failure
+ * nothing is left behind and `err` (with errno's value in *error) says
+ * why. Removes empty tunerun.* children of DIR left by earlier services.
+ */
+bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bool set_swap_max,
+                  uint64_t swap_max, char *where, size_t where_n, char *err, size_t err_n,
+                  int *error);
+
+/* Move back out and remove the cgroup cgroup_enter() made (a launch that fails after all). */
+void cgroup_leave(void);
+
+#endif
