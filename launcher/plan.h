@@ -99,6 +99,7 @@ struct plan {
     struct plan_shrink *shrinks; /* applied by main after this process's own steps */
     size_t nshrinks;
     bool degraded; /* some warning: the profile is not fully honoured (--strict refuses) */
+    const struct cgroup *cgroup; /* where it stands (plan_input's; borrowed), NULL if unknown */
 };
 
 struct plan_input {

@@ -161,6 +161,12 @@ void report_plan_text(FILE *f, const struct profile *p, const struct topo *t, co
     free(cpus);
     free(nodes);
     free(mem);
+    const struct cgroup *cg = pl->cgroup;
+    if (cg)
+        fprintf(f, "cgroup     %s; memory %s%s%s\n", cgroup_mode_name(cg->mode),
+                cg->path ? cg->path : "not found",
+                cgroup_writable(cg) ? ", tunerun's to write" : ": ",
+                cgroup_writable(cg) ? "" : cg->why);
 
     fprintf(f, "\ndecisions\n");
     for (size_t i = 0; i < pl->nnotes; i++)
@@ -212,6 +218,18 @@ void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, co
     fprintf(f, ", \"memory_nodes\": ");
     json_list(f, pl->mem_nodes);
     fprintf(f, ", \"memory_policy\": \"%s\"},\n", plan_mpol_name(pl->mpol));
+    if (pl->cgroup) {
+        const struct cgroup *cg = pl->cgroup;
+        fprintf(f, "  \"cgroup\": {\"mode\": \"%s\", \"memory\": ", cgroup_mode_name(cg->mode));
+        json_string(f, cg->path);
+        fprintf(f, ", \"v2\": %s, \"writable\": %s, \"why_not\": ", cg->v2 ? "true" : "false",
+                cgroup_writable(cg) ? "true" : "false");
+        json_string(f, cgroup_writable(cg) ? NULL : cg->why);
+        fprintf(f, ", \"unit\": ");
+        json_string(f, cg->unit[0] ? cg->unit : NULL);
+        fprintf(f, ", \"container\": %s, \"memory_limit\": %llu},\n",
+                cg->container ? "true" : "false", (unsigned long long)cg->mem_limit);
+    }
     fprintf(f, "  \"degraded\": %s,\n  \"notes\": [", pl->degraded ? "true" : "false");
     for (size_t i = 0; i < pl->nnotes; i++) {
         fprintf(f, "%s\n    {\"level\": \"%s\", \"text\": ", i ? "," : "",
