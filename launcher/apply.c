@@ -358,8 +358,17 @@ void apply_plan(const struct plan *pl, struct step_result *results)
             apply_env(s, r);
             break;
         case STEP_CGROUP:
-            apply_cgroup(s, r);
+            set(r, STEP_SKIPPED, 0, "last, before exec"); /* apply_cgroup_step() */
             break;
         }
     }
+}
+
+void apply_cgroup_step(const struct plan *pl, struct step_result *results)
+{
+    for (size_t i = 0; i < pl->nsteps; i++)
+        if (pl->steps[i].type == STEP_CGROUP) {
+            memset(&results[i], 0, sizeof(results[i]));
+            apply_cgroup(&pl->steps[i], &results[i]);
+        }
 }

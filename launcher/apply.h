@@ -19,8 +19,14 @@ struct step_result {
     char detail[512];
 };
 
-/* Apply every step; results[] has one entry per plan step. */
+/*
+ * Apply every step but the cgroup one; results[] has one entry per plan
+ * step. apply_cgroup_step() applies that one last, just before exec: on
+ * cgroup v2 a parent that enabled a controller for the child can take no
+ * process back, so nothing that may still refuse the launch comes after it.
+ */
 void apply_plan(const struct plan *pl, struct step_result *results);
+void apply_cgroup_step(const struct plan *pl, struct step_result *results);
 
 const char *step_status_name(enum step_status s);
 

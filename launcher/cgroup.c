@@ -64,39 +64,63 @@ static bool has_word(const char *list, const char *word, char sep)
     return false;
 }
 
+/* mountinfo escapes space, tab, newline and backslash as \ooo. */
+static void unescape(char *s)
+{
+    char *w = s;
+    for (char *r = s; *r; r++) {
+        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+            r[3] >= '0' && r[3] <= '7') {
+            *w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+            r += 3;
+        } else {
+            *w++ = *r;
+        }
+    }
+    *w = '\0';
+}
+
 /*
- * The mount of the memory controller: cgroup2, or the v1 hierarchy with
- * "memory" among its super options. Returns its mount point and root (both
- * freed by the caller) and whether it is mounted read-only.
+ * The mount of a hierarchy: cgroup2 (option NULL), or the v1 one with
+ * `option` among its super options ("memory", "name=systemd"). Returns its
+ * mount point and root (both freed by the caller) and whether it is
+ * mounted read-only. The last such mount wins, as the newest hides older ones.
  */
-static bool find_mount(bool v2, char **point, char **root, bool *ro)
+static bool find_mount(const char *option, char **point, char **root, bool *ro)
 {
     FILE *f = fopen("/proc/self/mountinfo", "re");
-    char line[4096];
+    char *line = NULL;
+    size_t cap = 0;
     bool found = false;
-    while (f && !found && fgets(line, sizeof(line), f)) {
+    while (f && getline(&line, &cap, f) > 0) {
         /* id parent maj:min root point opts [optional...] - fstype source superopts */
         char *sep = strstr(line, " - ");
-        char r[1024], pt[1024], opts[512], fstype[64], source[256], super[512] = "";
-        if (sep == NULL || sscanf(line, "%*s %*s %*s %1023s %1023s %511s", r, pt, opts) != 3 ||
+        char r[4096], pt[4096], opts[512], fstype[64], source[256], super[512] = "";
+        if (sep == NULL || sscanf(line, "%*s %*s %*s %4095s %4095s %511s", r, pt, opts) != 3 ||
             sscanf(sep + 3, "%63s %255s %511s", fstype, source, super) < 2)
             continue;
-        if (v2 ? strcmp(fstype, "cgroup2") != 0
-               : strcmp(fstype, "cgroup") != 0 || !has_word(super, "memory", ','))
+        if (option ? strcmp(fstype, "cgroup") != 0 || !has_word(super, option, ',')
+                   : strcmp(fstype, "cgroup2") != 0)
             continue;
+        unescape(r);
+        unescape(pt);
+        free(*point);
+        free(*root);
         *point = xstrdup(pt);
         *root = xstrdup(r);
         *ro = has_word(opts, "ro", ',');
         found = true;
     }
+    free(line);
     if (f)
         fclose(f);
     return found;
 }
 
-/* Our path in the hierarchy: the "0::" line (v2) or the one listing "memory" (v1). */
-static char *own_path(bool v2)
+/* Our path in a hierarchy: the "0::" line (option NULL) or the v1 one listing `option`. */
+static char *own_path(const char *option)
 {
+    bool v2 = option == NULL;
     FILE *f = fopen("/proc/self/cgroup", "re");
     char line[4096];
     char *path = NULL;
@@ -106,7 +130,7 @@ static char *own_path(bool v2)
             continue;
         *b = '\0';
         bool match =
-            v2 ? strncmp(line, "0:", 2) == 0 && a[1] == '\0' : has_word(a + 1, "memory", ',');
+            v2 ? strncmp(line, "0:", 2) == 0 && a[1] == '\0' : has_word(a + 1, option, ',');
         if (match) {
             b[1 + strcspn(b + 1, "\n")] = '\0';
             path = xstrdup(b + 1);
@@ -175,9 +199,79 @@ static bool in_container(void)
     const char *c = getenv("container");
     if ((c && *c) || access("/.dockerenv", F_OK) == 0 || access("/run/.containerenv", F_OK) == 0)
         return true;
-    /* a cgroup namespace of its own: init's differs from ours only inside one */
-    return stat("/proc/self/ns/cgroup", &a) == 0 && stat("/proc/1/ns/cgroup", &b) == 0 &&
-           a.st_ino != b.st_ino;
+    /* a cgroup namespace other than the host's, whose inode is fixed (PROC_CGROUP_INIT_INO) */
+    (void)b;
+    return stat("/proc/self/ns/cgroup", &a) == 0 && a.st_ino != 0xEFFFFFFBu;
+}
+
+/*
+ * Where hierarchy path `path` is under a mount whose root is `root` at
+ * `point`; NULL when it is not under it (a cgroup namespace made after the
+ * mount shows its root as "/.."): then this process's cgroup is not there.
+ */
+static char *dir_of(const char *point, const char *root, const char *path)
+{
+    size_t n = strlen(root);
+    if (strcmp(root, "/") == 0)
+        return xasprintf("%s%s", point, strcmp(path, "/") == 0 ? "" : path);
+    if (strncmp(path, root, n) != 0 || (path[n] != '\0' && path[n] != '/'))
+        return NULL;
+    return xasprintf("%s%s", point, path + n);
+}
+
+/*
+ * Whether systemd delegated this process's unit: it marks the unit's cgroup
+ * in its own hierarchy (cgroup2, or name=systemd on a v1-only host), not in
+ * the v1 memory one.
+ */
+static bool unit_delegated(const struct cgroup *cg)
+{
+    if (cg->v2)
+        return delegated(cg->dir);
+    char *point = NULL, *root = NULL, *path = NULL, *dir = NULL;
+    bool ro, yes = false;
+    if (cg->mode == CG_HYBRID && find_mount(NULL, &point, &root, &ro))
+        path = own_path(NULL);
+    else if (find_mount("name=systemd", &point, &root, &ro))
+        path = own_path("name=systemd");
+    if (path && (dir = dir_of(point, root, path)) != NULL)
+        yes = delegated(dir);
+    free(point);
+    free(root);
+    free(path);
+    free(dir);
+    return yes;
+}
+
+/* Whether this process is in dir: written nowhere else. */
+static bool lists_self(const char *dir)
+{
+    char path[4096], *line = NULL;
+    size_t cap = 0;
+    bool found = false;
+    long self = (long)getpid();
+    snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+    FILE *f = fopen(path, "re");
+    while (f && !found && getline(&line, &cap, f) > 0)
+        found = strtol(line, NULL, 10) == self;
+    free(line);
+    if (f)
+        fclose(f);
+    return found;
+}
+
+static void read_current(struct cgroup *cg)
+{
+    uint64_t v;
+    bool max;
+    if (!cg->v2 && read_u64(cg->dir, "memory.swappiness", &v, &max) && !max && v <= 100) {
+        cg->swappiness_known = true;
+        cg->swappiness = (int)v;
+    }
+    if (cg->v2 && read_u64(cg->dir, "memory.swap.max", &v, &max)) {
+        cg->swap_max_known = true;
+        cg->swap_max = max ? UINT64_MAX : v;
+    }
 }
 
 void cgroup_detect(struct cgroup *cg)
@@ -193,18 +287,25 @@ void cgroup_detect(struct cgroup *cg)
     cg->v2 = cg->mode == CG_UNIFIED;
     char *point = NULL, *root = NULL;
     bool ro = false;
-    cg->path = own_path(cg->v2);
-    if (cg->path == NULL || !find_mount(cg->v2, &point, &root, &ro)) {
+    cg->path = own_path(cg->v2 ? NULL : "memory");
+    if (cg->path == NULL || !find_mount(cg->v2 ? NULL : "memory", &point, &root, &ro)) {
         snprintf(cg->why, sizeof(cg->why), "no %s memory controller is mounted for this process",
                  cg->v2 ? "cgroup2" : "cgroup v1");
         goto out;
     }
     /* the path is relative to the hierarchy's root; the mount may show a subtree of it */
-    const char *rel = cg->path;
-    if (strcmp(root, "/") != 0 && strncmp(rel, root, strlen(root)) == 0)
-        rel += strlen(root);
-    cg->dir = xasprintf("%s%s", point, strcmp(rel, "/") == 0 ? "" : rel);
+    cg->dir = dir_of(point, root, cg->path);
+    if (cg->dir == NULL || !lists_self(cg->dir)) {
+        snprintf(cg->why, sizeof(cg->why),
+                 "this process's memory cgroup (%s) is not under the mounted cgroupfs (a cgroup "
+                 "namespace made after the mount?)",
+                 cg->path);
+        free(cg->dir);
+        cg->dir = NULL;
+        goto out;
+    }
     cg->mem_limit = memory_limit(cg->dir, point, cg->v2);
+    read_current(cg);
 
     const char *base = strrchr(cg->path, '/');
     base = base ? base + 1 : cg->path;
@@ -216,7 +317,7 @@ void cgroup_detect(struct cgroup *cg)
         cg->owner = CG_OWN_READONLY;
         snprintf(cg->why, sizeof(cg->why), "the cgroup filesystem is read-only here%s",
                  cg->container ? " (a container)" : "");
-    } else if (cg->unit[0] && !delegated(cg->dir)) {
+    } else if (cg->unit[0] && !unit_delegated(cg)) {
         cg->owner = CG_OWN_UNIT;
         snprintf(cg->why, sizeof(cg->why),
                  "%s's cgroup belongs to systemd (the unit has no Delegate=yes)", cg->unit);
@@ -339,12 +440,17 @@ bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bo
         }
     }
     if (*error != 0) {
-        snprintf(err, err_n, "%s/%s: %s%s", in, step, strerror(*error),
+        /* back to where it was; on v2 a parent that now has +memory takes no process back */
+        bool back = move_self(dir) == 0 || !lists_self(child);
+        snprintf(err, err_n, "%s/%s: %s%s%s", in, step, strerror(*error),
                  *error == EBUSY ? " (other processes share this cgroup: cgroup v2 lets a cgroup "
                                    "with processes enable no controller for its children)"
-                                 : "");
-        move_self(dir);
-        rmdir(child);
+                                 : "",
+                 back ? ""
+                      : "; still in the child: its parent takes no process back, and a "
+                        "later launch removes it once empty");
+        if (back)
+            rmdir(child);
         return false;
     }
     snprintf(entered, sizeof(entered), "%s", child);

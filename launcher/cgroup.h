@@ -37,7 +37,11 @@ struct cgroup {
     char unit[128];     /* the systemd unit whose cgroup it is, if any */
     bool container;     /* signs of a container (/.dockerenv, $container, a cgroup namespace) */
     uint64_t mem_limit; /* the lowest memory limit from here up; 0 for none */
-    char why[512];      /* why it may not be written, for messages */
+    bool swappiness_known;
+    int swappiness; /* v1: this cgroup's memory.swappiness now */
+    bool swap_max_known;
+    uint64_t swap_max; /* v2: its memory.swap.max now (UINT64_MAX: max) */
+    char why[512];     /* why it may not be written, for messages */
 };
 
 /* Find it; never fails (owner and why say what is missing). */

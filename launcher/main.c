@@ -367,11 +367,13 @@ static void log_plan_notes(const struct plan *pl)
     }
 }
 
-static int log_results(const struct plan *pl, const struct step_result *res)
+static int log_results(const struct plan *pl, const struct step_result *res, bool cgroup)
 {
     int failed = 0;
     for (size_t i = 0; i < pl->nsteps; i++) {
         char name[64];
+        if ((pl->steps[i].type == STEP_CGROUP) != cgroup)
+            continue;
         plan_step_name(&pl->steps[i], name, sizeof(name));
         if (res[i].status == STEP_FAILED) {
             failed++;
@@ -670,28 +672,36 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     }
     struct step_result *res = xcalloc(pl.nsteps ? pl.nsteps : 1, sizeof(*res));
     apply_plan(&pl, res);
-    int failed = log_results(&pl, res);
-    free(res);
+    int failed = log_results(&pl, res, false);
     if (o->strict && failed) {
         log_error("--strict: %d step%s failed; not executing %s", failed, failed == 1 ? "" : "s",
                   o->command[0]);
-        cgroup_leave();
         if (claim_fd >= 0)
             registry_drop(&reg, name, claim_fd);
         registry_close(&reg);
         plan_free(&pl);
+        free(res);
         return EXIT_TUNERUN;
     }
     struct moves moves = {0};
     bool *done = xcalloc(pl.nshrinks ? pl.nshrinks : 1, sizeof(bool));
     int stuck = shrink_services(&pl, &reg, &moves, done);
-    if (o->strict && stuck) {
-        log_error("--strict: %d thread%s of running services could not yield their CPUs; "
-                  "moved the others back; not executing %s",
-                  stuck, stuck == 1 ? "" : "s", o->command[0]);
+    int cg_failed = 0;
+    if (!(o->strict && stuck)) {
+        apply_cgroup_step(&pl, res);
+        cg_failed = log_results(&pl, res, true);
+    }
+    free(res);
+    if (o->strict && (stuck || cg_failed)) {
+        if (stuck)
+            log_error("--strict: %d thread%s of running services could not yield their CPUs; "
+                      "moved the others back; not executing %s",
+                      stuck, stuck == 1 ? "" : "s", o->command[0]);
+        else
+            log_error("--strict: the cgroup step failed; not executing %s", o->command[0]);
         moves_undo(&moves, true);
-        cgroup_leave();
-        registry_drop(&reg, name, claim_fd);
+        if (claim_fd >= 0)
+            registry_drop(&reg, name, claim_fd);
         registry_close(&reg);
         plan_free(&pl);
         free(done);
@@ -855,7 +865,13 @@ int main(int argc, char **argv)
         char exe[4096];
         ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
         exe[n > 0 ? n : 0] = '\0';
-        systemd_dropin(stdout, &p, n > 0 ? exe : "/usr/bin/tunerun", o.command, systemd_version());
+        char *file = o.profile_file ? realpath(o.profile_file, NULL) : NULL;
+        struct dropin_args a = {n > 0 ? exe : "/usr/bin/tunerun", file, o.sets, o.nsets, o.command};
+        struct cgroup here;
+        cgroup_detect(&here);
+        systemd_dropin(stdout, &p, &a, systemd_version(), here.mode == CG_UNIFIED);
+        cgroup_free(&here);
+        free(file);
         profile_free(&p);
         status = 0;
         goto out;

@@ -842,40 +842,61 @@ static const char *limit_fear(int resource)
     }
 }
 
-/* What does, where tunerun may not write the cgroup: the unit setting or the docker flag. */
+static void swap_size(char *buf, size_t n, uint64_t v)
+{
+    if (v == UINT64_MAX)
+        snprintf(buf, n, "max");
+    else
+        snprintf(buf, n, "%llu", (unsigned long long)v);
+}
+
+/*
+ * What does it where tunerun may not write the cgroup: the unit setting or
+ * the docker flag, for the knob this cgroup version has (v1: swappiness,
+ * v2: swap_max).
+ */
 static char *swap_fix(const struct profile *p, const struct cgroup *cg)
 {
-    char size[32] = "max";
-    if (p->memory.swap_max_set && p->memory.swap_max != UINT64_MAX)
-        snprintf(size, sizeof(size), "%llu", (unsigned long long)p->memory.swap_max);
+    char size[32];
+    swap_size(size, sizeof(size), p->memory.swap_max);
+    bool scope = strstr(cg->unit, ".scope") != NULL;
     switch (cg->owner) {
     case CG_OWN_UNIT:
-        if (p->memory.swap_max_set)
+        if (cg->v2 && scope)
+            return xasprintf("fix: start it as a service with MemorySwapMax=%s (systemd-run "
+                             "-p MemorySwapMax=%s, or a unit); %s is a scope",
+                             size, size, cg->unit);
+        if (cg->v2)
             return xasprintf("fix: MemorySwapMax=%s in %s (systemctl edit %s; `tunerun systemd "
                              "%s` prints the drop-in)",
                              size, cg->unit, cg->unit, p->name);
-        return xasprintf("fix: Delegate=yes in %s lets tunerun make the service's own cgroup "
-                         "(systemd has no per-unit swappiness)",
-                         cg->unit);
+        return xasprintf("fix: %s with Delegate=yes, which lets tunerun make the service's own "
+                         "cgroup (systemd has no per-unit swappiness)",
+                         scope ? "start it as a service" : cg->unit);
     case CG_OWN_READONLY:
-        if (p->memory.swap_max_set && p->memory.swap_max == 0)
-            return xasprintf("fix: docker run --memory-swap equal to --memory (no swap)%s",
-                             p->memory.swappiness >= 0 ? ", and --memory-swappiness" : "");
-        return xasprintf("fix: docker run --memory-swappiness=%d",
-                         p->memory.swappiness >= 0 ? p->memory.swappiness : 0);
+        if (cg->v2 && p->memory.swap_max == 0)
+            return xasprintf("fix: docker run --memory-swap equal to --memory (no swap)");
+        if (cg->v2 && p->memory.swap_max == UINT64_MAX)
+            return xasprintf("fix: docker run --memory-swap=-1 (unlimited swap)");
+        if (cg->v2)
+            return xasprintf("fix: docker run --memory-swap set to --memory plus %s", size);
+        return xasprintf("fix: docker run --memory-swappiness=%d (cgroup v1 hosts only)",
+                         p->memory.swappiness);
     case CG_OWN_DENIED:
         return xasprintf("fix: run tunerun as root, or in a cgroup delegated to this user "
                          "(systemd-run --user -p Delegate=yes)");
     default:
-        return xasprintf("fix: echo +memory > the parent cgroup's cgroup.subtree_control");
+        if (cg->v2 && cg->dir)
+            return xasprintf("fix: echo +memory > the parent cgroup's cgroup.subtree_control");
+        return xasprintf("fix: run it where a memory cgroup is mounted");
     }
 }
 
 /*
  * Swap policy, in a child cgroup where tunerun may write one: cgroup v1's
  * memory.swappiness, v2's memory.swap.max. Each version lacks the other's
- * knob; where the profile asks for both (redis) the one that exists does
- * the job.
+ * knob; that is said, never a warning, as no setting of this service can
+ * change it. What the cgroup already has needs nothing.
  */
 static void add_swap_steps(struct ctx *c, const struct cgroup *cg)
 {
@@ -887,44 +908,58 @@ static void add_swap_steps(struct ctx *c, const struct cgroup *cg)
         note(c->pl, NOTE_INFO, "swap: the cgroup of another machine is not known; not planned");
         return;
     }
+    bool sw_here = sw && !cg->v2 && cg->mode != CG_NONE, max_here = max && cg->v2;
+    if (sw && cg->v2) {
+        if (max)
+            note(c->pl, NOTE_INFO,
+                 "swap: cgroup v2 has no per-cgroup swappiness; swap_max "
+                 "stands for it");
+        else
+            note(c->pl, NOTE_INFO,
+                 "swap: cgroup v2 has no per-cgroup swappiness; %d is the host's to set "
+                 "(sysctl -w vm.swappiness=%d)",
+                 p->memory.swappiness, p->memory.swappiness);
+    }
+    if (max && !cg->v2 && cg->mode != CG_NONE) {
+        if (sw)
+            note(c->pl, NOTE_INFO,
+                 "swap: cgroup v1 has no memory.swap.max; swappiness %d stands for it (it still "
+                 "swaps under the host's memory pressure)",
+                 p->memory.swappiness);
+        else
+            note(c->pl, NOTE_INFO,
+                 "swap: cgroup v1 has no memory.swap.max; boot with cgroup v2 "
+                 "for it");
+    }
+    if (cg->mode == CG_NONE || (!sw_here && !max_here)) {
+        if (cg->mode == CG_NONE)
+            note(c->pl, NOTE_WARN, "swap: %s; the service's swap policy is not set", cg->why);
+        return;
+    }
+    char size[32];
+    swap_size(size, sizeof(size), p->memory.swap_max);
+    bool have = (!sw_here || (cg->swappiness_known && cg->swappiness == p->memory.swappiness)) &&
+                (!max_here || (cg->swap_max_known && cg->swap_max == p->memory.swap_max));
+    if (have) {
+        if (sw_here)
+            note(c->pl, NOTE_INFO, "swap: memory.swappiness is %d here already",
+                 p->memory.swappiness);
+        else
+            note(c->pl, NOTE_INFO, "swap: memory.swap.max is %s here already", size);
+        return;
+    }
     if (!cgroup_writable(cg)) {
         char *fix = swap_fix(p, cg);
         note(c->pl, NOTE_WARN, "swap: %s; the service's swap policy is not set (%s)", cg->why, fix);
         free(fix);
         return;
     }
-    int swappiness = -1;
-    bool set_max = false;
-    if (cg->v2) {
-        set_max = max;
-        if (sw && max)
-            note(c->pl, NOTE_INFO,
-                 "swap: cgroup v2 has no per-cgroup swappiness; swap_max stands for it");
-        else if (sw)
-            note(c->pl, NOTE_WARN,
-                 "swap: cgroup v2 has no per-cgroup swappiness; swappiness %d needs the global "
-                 "sysctl (sysctl -w vm.swappiness=%d) or swap_max",
-                 p->memory.swappiness, p->memory.swappiness);
-    } else {
-        swappiness = sw ? p->memory.swappiness : -1;
-        if (sw && max)
-            note(c->pl, NOTE_INFO,
-                 "swap: cgroup v1 has no memory.swap.max (memsw counts memory and swap "
-                 "together); swappiness %d stands for it",
-                 p->memory.swappiness);
-        else if (max)
-            note(c->pl, NOTE_WARN,
-                 "swap: cgroup v1 has no memory.swap.max; set swappiness = 0 instead, or boot "
-                 "with cgroup v2");
-    }
-    if (swappiness < 0 && !set_max)
-        return;
-    struct origin at = sw && !cg->v2 ? p->memory.swappiness_at : p->memory.swap_max_at;
+    struct origin at = sw_here ? p->memory.swappiness_at : p->memory.swap_max_at;
     char *where = origin_str(at);
     struct plan_step *s =
         add_step(c->pl, STEP_CGROUP,
                  xasprintf("%s (%s)",
-                           p->memory.swappiness == 1 || (max && p->memory.swap_max > 0)
+                           sw_here && p->memory.swappiness > 0
                                ? "swapping out a hot buffer pool stalls queries; a little swap "
                                  "still beats the OOM killer"
                                : "a fork's copy-on-write pages and latency die in swap",
@@ -933,8 +968,8 @@ static void add_swap_steps(struct ctx *c, const struct cgroup *cg)
     s->u.cgroup.dir = xstrdup(cg->dir);
     s->u.cgroup.name = p->name;
     s->u.cgroup.v2 = cg->v2;
-    s->u.cgroup.swappiness = swappiness;
-    s->u.cgroup.set_swap_max = set_max;
+    s->u.cgroup.swappiness = sw_here ? p->memory.swappiness : -1;
+    s->u.cgroup.set_swap_max = max_here;
     s->u.cgroup.swap_max = p->memory.swap_max;
 }
 

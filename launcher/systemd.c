@@ -12,35 +12,69 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MEMORY_THP_SINCE 260 /* systemd release that added MemoryTHP= */
 
-/* The installed systemd's release ("systemd 252 (252.30-1~deb12u2)"), or 0. */
+/*
+ * The installed systemd's release ("systemd 252 (252.30-1~deb12u2)"), or 0.
+ * systemctl by absolute path, without a shell: this may run as root.
+ */
 int systemd_version(void)
 {
-    FILE *p = popen("systemctl --version 2>/dev/null", "r");
+    static const char *const paths[] = {"/usr/bin/systemctl", "/bin/systemctl"};
+    const char *path = NULL;
+    for (size_t i = 0; i < 2 && path == NULL; i++)
+        if (access(paths[i], X_OK) == 0)
+            path = paths[i];
+    int fds[2];
+    if (path == NULL || pipe2(fds, O_CLOEXEC) < 0)
+        return 0;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    char *argv[] = {(char *)path, "--version", NULL}, *envp[] = {"LC_ALL=C", NULL};
+    pid_t pid;
+    int rc = posix_spawn(&pid, path, &fa, NULL, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
     char line[256] = "";
     int v = 0;
-    if (p == NULL)
-        return 0;
-    if (fgets(line, sizeof(line), p) && sscanf(line, "systemd %d", &v) != 1)
+    FILE *f = rc == 0 ? fdopen(fds[0], "r") : NULL;
+    if (f && fgets(line, sizeof(line), f) && sscanf(line, "systemd %d", &v) != 1)
         v = 0;
-    pclose(p);
+    if (f)
+        fclose(f);
+    else
+        close(fds[0]);
+    if (rc == 0)
+        waitpid(pid, NULL, 0);
     return v;
 }
 
-/* One ExecStart= word: quoted when it must be, with % and $ escaped (systemd.service(5)). */
+/*
+ * One ExecStart= word: quoted when it must be, with C escapes inside the
+ * quotes, and % and $ doubled (systemd.service(5)).
+ */
 static void put_word(FILE *f, const char *w)
 {
-    bool quote = *w == '\0' || strpbrk(w, " \t\"'\\;") != NULL;
+    bool quote = *w == '\0' || strpbrk(w, " \t\n\r\"'\\;") != NULL;
     if (quote)
         fputc('"', f);
     for (; *w; w++) {
         if (*w == '%' || *w == '$')
             fputc(*w, f); /* %% and $$ */
+        if (*w == '\n' || *w == '\r' || *w == '\t') {
+            fprintf(f, "\\%c", *w == '\n' ? 'n' : *w == '\r' ? 'r' : 't');
+            continue;
+        }
         if (quote && (*w == '"' || *w == '\\'))
             fputc('\\', f);
         fputc(*w, f);
@@ -57,8 +91,8 @@ static void put_limit(FILE *f, rlim_t v)
         fprintf(f, "%llu", (unsigned long long)v);
 }
 
-void systemd_dropin(FILE *f, const struct profile *p, const char *tunerun, char *const *command,
-                    int version)
+void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *a, int version,
+                    bool cgroup_v2)
 {
     fprintf(f,
             "# A drop-in that starts this unit's service under tunerun's %s profile.\n"
@@ -68,12 +102,22 @@ void systemd_dropin(FILE *f, const struct profile *p, const char *tunerun, char 
             "ExecStart=\n"
             "ExecStart=",
             p->name);
-    put_word(f, tunerun);
-    fputc(' ', f);
-    put_word(f, p->name);
+    put_word(f, a->tunerun);
+    if (a->profile_file) {
+        fputs(" --profile-file ", f);
+        put_word(f, a->profile_file);
+    }
+    for (size_t i = 0; i < a->nsets; i++) {
+        fputs(" --set ", f);
+        put_word(f, a->sets[i]);
+    }
+    if (!a->profile_file) {
+        fputc(' ', f);
+        put_word(f, p->name);
+    }
     fputs(" --", f);
-    if (command && command[0])
-        for (char *const *w = command; *w; w++) {
+    if (a->command && a->command[0])
+        for (char *const *w = a->command; *w; w++) {
             fputc(' ', f);
             put_word(f, *w);
         }
@@ -107,19 +151,27 @@ void systemd_dropin(FILE *f, const struct profile *p, const char *tunerun, char 
     if (p->memory.oom_set)
         fprintf(f, "OOMScoreAdjust=%d\n", p->memory.oom_score_adj);
     if (p->memory.swap_max_set) {
-        fprintf(f, "# cgroup v2's memory.swap.max, on the unit's own cgroup\nMemorySwapMax=");
+        fprintf(f, "# cgroup v2's memory.swap.max, on the unit's own cgroup%s\n%sMemorySwapMax=",
+                cgroup_v2 ? "" : " (this host runs cgroup v1, where systemd ignores it)",
+                cgroup_v2 ? "" : "#");
         if (p->memory.swap_max == UINT64_MAX)
             fputs("infinity\n", f);
         else
             fprintf(f, "%llu\n", (unsigned long long)p->memory.swap_max);
     }
-    if (p->memory.swappiness >= 0)
+    if (p->memory.swappiness >= 0 && !cgroup_v2)
         fprintf(f,
-                "# swappiness %d: systemd has no per-unit swappiness. On cgroup v1 tunerun sets\n"
+                "# swappiness %d: systemd has no per-unit swappiness. tunerun sets cgroup v1's\n"
                 "# memory.swappiness in a cgroup of its own under the unit's, which it may\n"
                 "# create only when the unit delegates its cgroup.\n"
                 "Delegate=yes\n",
                 p->memory.swappiness);
+    else if (p->memory.swappiness >= 0)
+        fprintf(f,
+                "# swappiness %d: cgroup v2 (this host) has no per-cgroup swappiness; it is the\n"
+                "# host's to set: sysctl -w vm.swappiness=%d%s\n",
+                p->memory.swappiness, p->memory.swappiness,
+                p->memory.swap_max_set ? ", or leave it to MemorySwapMax= above" : "");
     const char *thp = p->memory.thp == THP_NEVER     ? "disable"
                       : p->memory.thp == THP_MADVISE ? "madvise"
                                                      : NULL;

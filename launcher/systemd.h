@@ -4,6 +4,8 @@
 #ifndef TUNERUN_SYSTEMD_H
 #define TUNERUN_SYSTEMD_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "profile.h"
@@ -16,7 +18,15 @@ int systemd_version(void);
  * `tunerun PROFILE`, with the profile's limits, OOM score, swap limit and
  * THP mode as unit settings (MemoryTHP= only for systemd >= 260).
  */
-void systemd_dropin(FILE *f, const struct profile *p, const char *tunerun, char *const *command,
-                    int version);
+struct dropin_args {
+    const char *tunerun;      /* its absolute path */
+    const char *profile_file; /* absolute, or NULL for the profile's name */
+    const char *const *sets;  /* --set assignments, kept as given */
+    size_t nsets;
+    char *const *command; /* NULL: a placeholder */
+};
+
+void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *a, int version,
+                    bool cgroup_v2);
 
 #endif

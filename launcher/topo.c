@@ -406,6 +406,10 @@ static void load_nodes(hwloc_topology_t topo, struct topo *t)
     hwloc_const_nodeset_t allowed = hwloc_topology_get_allowed_nodeset(topo);
     t->nodes = xcalloc(n > 0 ? (size_t)n : 0, sizeof(*t->nodes));
     hwloc_obj_t *objs = xcalloc(n > 0 ? (size_t)n : 0, sizeof(*objs));
+    bool sizes = false; /* an XML without memory sizes makes every node look memoryless */
+    for (int j = 0; j < n; j++)
+        sizes |= hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)j)
+                     ->attr->numanode.local_memory > 0;
     for (int j = 0; j < n; j++) {
         hwloc_obj_t o = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)j);
         /*
@@ -413,7 +417,7 @@ static void load_nodes(hwloc_topology_t topo, struct topo *t)
          * memoryless node, allowed or not: such a node is ours when any of
          * its CPUs is.
          */
-        bool memoryless = o->attr->numanode.local_memory == 0;
+        bool memoryless = sizes && o->attr->numanode.local_memory == 0;
         if (memoryless ? !hwloc_bitmap_intersects(o->cpuset, t->cpus)
                        : !hwloc_bitmap_isset(allowed, o->os_index))
             continue;

@@ -618,14 +618,45 @@ static void test_swap_policy(void **state)
     assert_false(pl.steps[0].u.cgroup.set_swap_max);
     assert_false(pl.degraded);
     plan_free(&pl);
-    /* v2: no per-cgroup swappiness for mysql: warned, nothing made */
+    /* v2: no per-cgroup swappiness for mysql: said (the host's sysctl), nothing made, and
+     * no warning: nothing in this service's settings could change it */
     in.cgroup = &v2;
     assert_true(plan_build(&pl, &in, &e));
     assert_null(find_step(&pl, STEP_CGROUP));
+    assert_false(pl.degraded);
+    plan_free(&pl);
+    /* v1, a unit's cgroup: swappiness needs Delegate=yes; MemorySwapMax= is v2's only */
+    struct cgroup v1unit = v1;
+    v1unit.owner = CG_OWN_UNIT;
+    snprintf(v1unit.unit, sizeof(v1unit.unit), "mysql.service");
+    in.cgroup = &v1unit;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_true(pl.degraded);
+    bool delegate = false, swapmax = false;
+    for (size_t i = 0; i < pl.nnotes; i++) {
+        delegate |= strstr(pl.notes[i].text, "mysql.service with Delegate=yes") != NULL;
+        swapmax |= strstr(pl.notes[i].text, "MemorySwapMax") != NULL;
+    }
+    assert_true(delegate);
+    assert_false(swapmax);
+    plan_free(&pl);
+    /* a read-only cgroup that has the value already: nothing to fix */
+    struct cgroup box = v1;
+    box.owner = CG_OWN_READONLY;
+    box.swappiness_known = true;
+    box.swappiness = 1;
+    in.cgroup = &box;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_false(pl.degraded);
+    assert_null(find_step(&pl, STEP_CGROUP));
+    plan_free(&pl);
+    box.swappiness = 60;
+    assert_true(plan_build(&pl, &in, &e));
     assert_true(pl.degraded);
     plan_free(&pl);
     /* v2: redis gets memory.swap.max = 0; its swappiness is covered, not warned */
     in.profile = &redis;
+    in.cgroup = &v2;
     assert_true(plan_build(&pl, &in, &e));
     const struct plan_step *s = find_step(&pl, STEP_CGROUP);
     assert_non_null(s);
