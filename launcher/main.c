@@ -24,6 +24,7 @@
 
 #include "apply.h"
 #include "cgroup.h"
+#include "doctor.h"
 #include "log.h"
 #include "plan.h"
 #include "profile.h"
@@ -43,7 +44,7 @@
 #define EXIT_CANNOT_RUN 126
 #define EXIT_NOT_FOUND  127
 
-enum verb { VERB_RUN, VERB_PLAN, VERB_TOPO, VERB_PROFILES, VERB_PS, VERB_SYSTEMD };
+enum verb { VERB_RUN, VERB_PLAN, VERB_TOPO, VERB_PROFILES, VERB_PS, VERB_SYSTEMD, VERB_DOCTOR };
 
 /* The whole state of one invocation, as util-linux tools keep it. */
 struct options {
@@ -54,6 +55,8 @@ struct options {
     size_t nsets;
     const char *topology;
     const char *state_dir;
+    const char *data_dir; /* doctor: the service's data, for its disk */
+    const char *root;     /* doctor: where /proc and /sys are read (fixtures) */
     bool strict;
     bool json;
     enum log_level level;
@@ -69,6 +72,7 @@ static void usage(FILE *out)
           " tunerun topo [--json] [--topology SRC] [--state-dir DIR]\n"
           " tunerun ps [--json] [--state-dir DIR]\n"
           " tunerun systemd [options] PROFILE [-- COMMAND [ARG...]]\n"
+          " tunerun doctor [PROFILE] [--data-dir DIR] [--root DIR] [--json]\n"
           " tunerun profiles\n"
           "\n"
           "Place a service on this machine's CPUs and NUMA memory the way its workload\n"
@@ -83,6 +87,9 @@ static void usage(FILE *out)
           "             any thread that left its CPUs\n"
           " systemd     print a unit drop-in: ExecStart= under tunerun, and the limits,\n"
           "             OOM score, swap and THP settings that belong in the unit\n"
+          " doctor      audit this host for the profile, in the seed's order: CPU\n"
+          "             frequency, NUMA, THP, swap, dirty pages, IO scheduler, files,\n"
+          "             cgroup limits, capabilities; each finding with its fix\n"
           " profiles    list the profiles found and where each comes from\n"
           "\n"
           "Options:\n"
@@ -94,7 +101,9 @@ static void usage(FILE *out)
           "     --state-dir DIR        where launches keep shared state (topology cache,\n"
           "                            running services); default /run/tunerun for root,\n"
           "                            $XDG_RUNTIME_DIR/tunerun for others\n"
-          "     --json                 machine-readable output (plan, topo, ps)\n"
+          "     --json                 machine-readable output (plan, topo, ps, doctor)\n"
+          "     --data-dir DIR         doctor: the service's data, whose disk is checked\n"
+          "     --root DIR             doctor: read /proc and /sys under DIR (fixtures)\n"
           " -v, --verbose              print every decision and applied step\n"
           " -q, --quiet                print errors only\n"
           " -h, --help                 display this help\n"
@@ -105,6 +114,7 @@ static void usage(FILE *out)
           "\n"
           "Exit status: 125 if tunerun fails, 126 if COMMAND cannot be run,\n"
           "127 if COMMAND is not found, otherwise the status of COMMAND.\n"
+          "doctor exits 0 when all is ok or info, 1 on a warning, 2 on a critical finding.\n"
           "\n"
           "Examples:\n"
           " tunerun mysql -- /usr/sbin/mysqld --defaults-file=/etc/mysql/my.cnf\n"
@@ -133,6 +143,8 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"strict", no_argument, NULL, 'S'},
         {"topology", required_argument, NULL, 't'},
         {"state-dir", required_argument, NULL, 'D'},
+        {"data-dir", required_argument, NULL, 'a'},
+        {"root", required_argument, NULL, 'r'},
         {"json", no_argument, NULL, 'j'},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
@@ -161,8 +173,9 @@ static int parse_args(int argc, char **argv, struct options *o)
         const char *name;
         enum verb verb;
     } verbs[] = {
-        {"run", VERB_RUN}, {"plan", VERB_PLAN},         {"topo", VERB_TOPO},
-        {"ps", VERB_PS},   {"profiles", VERB_PROFILES}, {"systemd", VERB_SYSTEMD},
+        {"run", VERB_RUN},       {"plan", VERB_PLAN},         {"topo", VERB_TOPO},
+        {"ps", VERB_PS},         {"profiles", VERB_PROFILES}, {"systemd", VERB_SYSTEMD},
+        {"doctor", VERB_DOCTOR},
     };
     char *pos[3];
     int npos = 0;
@@ -201,6 +214,12 @@ static int parse_args(int argc, char **argv, struct options *o)
             break;
         case 'j':
             o->json = true;
+            break;
+        case 'a':
+            o->data_dir = optarg;
+            break;
+        case 'r':
+            o->root = optarg;
             break;
         case 'v':
             o->level = LOG_VERBOSE;
@@ -241,6 +260,20 @@ static int parse_args(int argc, char **argv, struct options *o)
             return usage_error("%s", "profiles takes no options");
         if (o->verb == VERB_TOPO && (o->nsets || o->strict || o->profile_file))
             return usage_error("%s", "topo takes only --json, --topology and --state-dir");
+        return -1;
+    }
+    if ((o->data_dir || o->root) && o->verb != VERB_DOCTOR)
+        return usage_error("%s", "--data-dir and --root are doctor's only");
+    if (o->verb == VERB_DOCTOR) {
+        if (npos > 1)
+            return usage_error("unexpected argument '%s' (one PROFILE at most)", rest[1]);
+        if (o->command || o->topology || o->strict || o->state_dir)
+            return usage_error("%s",
+                               "doctor takes only PROFILE, --profile-file, --set, --data-dir, "
+                               "--root and --json");
+        if (npos == 1 && o->profile_file)
+            return usage_error("give either PROFILE or --profile-file, not both ('%s')", rest[0]);
+        o->profile_name = npos == 1 ? rest[0] : NULL;
         return -1;
     }
     if (npos > 1)
@@ -845,6 +878,11 @@ int main(int argc, char **argv)
         goto out;
     }
 
+    if (o.verb == VERB_DOCTOR && o.profile_name == NULL && o.profile_file == NULL) {
+        status = doctor_run(stdout, o.root, NULL, o.data_dir, o.json);
+        goto out;
+    }
+
     /* Until the profile names itself, messages carry the name it was asked by. */
     const char *slash = o.profile_file ? strrchr(o.profile_file, '/') : NULL;
     char *asked = strdup(o.profile_name ? o.profile_name : slash ? slash + 1 : o.profile_file);
@@ -859,6 +897,11 @@ int main(int argc, char **argv)
     free(asked);
     if (!loaded) {
         status = EXIT_TUNERUN;
+        goto out;
+    }
+    if (o.verb == VERB_DOCTOR) {
+        status = doctor_run(stdout, o.root, &p, o.data_dir, o.json);
+        profile_free(&p);
         goto out;
     }
     if (o.verb == VERB_SYSTEMD) {

@@ -28,5 +28,7 @@ void report_step_value(const struct plan_step *s, char *buf, size_t n);
 
 /* A JSON string literal, escaped. */
 void json_string(FILE *f, const char *s);
+/* `lead` as is (", \"key\": "), then s as a JSON string. */
+void json_field(FILE *f, const char *lead, const char *s);
 
 #endif

@@ -1,0 +1,720 @@
+/*
+ * doctor.c - the seed's checklist, as findings: CPU frequency, NUMA, memory
+ * (THP, swappiness, overcommit, dirty pages), the IO scheduler, connections
+ * and files, and the container's limits. Each finding has a stable id, a
+ * severity, what was observed, why it matters for the profile (the fear it
+ * feeds) and the fix, now and for good.
+ *
+ * It changes nothing. Every file is read under `root`, so a fixture tree
+ * shaped like another host's /proc and /sys is audited the same way.
+ */
+#include "doctor.h"
+#include "report.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+
+struct finding {
+    const char *group;
+    const char *id;
+    enum severity sev;
+    char *observed, *why, *fix, *persist;
+};
+
+struct doc {
+    const char *root;
+    const struct profile *p;
+    const char *data_dir;
+    struct finding *v;
+    size_t n;
+};
+
+/* The seed's order: CPU first, then NUMA, memory, IO, connections, the container. */
+static const char *const groups[][2] = {
+    {"cpu", "CPU frequency"},
+    {"numa", "NUMA"},
+    {"memory", "Memory: THP, swap, overcommit, dirty pages"},
+    {"io", "IO scheduler"},
+    {"files", "Connections and files"},
+    {"container", "cgroup limits and capabilities"},
+};
+
+static const char *sev_name(enum severity s)
+{
+    static const char *const names[] = {"ok", "info", "warn", "crit"};
+    return names[s];
+}
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...)
+{
+    if (f == NULL)
+        return NULL;
+    va_list ap;
+    va_start(ap, f);
+    char *s = xvasprintf(f, ap);
+    va_end(ap);
+    return s;
+}
+
+/* Findings take ownership of the strings (NULL for no fix). */
+static void add(struct doc *d, const char *group, const char *id, enum severity sev, char *observed,
+                char *why, char *fix, char *persist)
+{
+    d->v = xrealloc(d->v, (d->n + 1) * sizeof(*d->v));
+    d->v[d->n++] = (struct finding){group, id, sev, observed, why, fix, persist};
+}
+
+static bool rd(const struct doc *d, const char *path, char *buf, size_t n)
+{
+    char full[4096];
+    snprintf(full, sizeof(full), "%s%s", strcmp(d->root, "/") == 0 ? "" : d->root, path);
+    return read_line_file(full, buf, n);
+}
+
+static bool rd_long(const struct doc *d, const char *path, long long *v)
+{
+    char buf[64], *end;
+    if (!rd(d, path, buf, sizeof(buf)))
+        return false;
+    *v = strtoll(buf, &end, 10);
+    return end != buf;
+}
+
+/* "always [madvise] never" -> "madvise" */
+static const char *bracketed(const char *text, char *buf, size_t n)
+{
+    const char *a = strchr(text, '['), *b = a ? strchr(a, ']') : NULL;
+    if (a == NULL || b == NULL || (size_t)(b - a) >= n)
+        return NULL;
+    memcpy(buf, a + 1, (size_t)(b - a - 1));
+    buf[b - a - 1] = '\0';
+    return buf;
+}
+
+static bool is_profile(const struct doc *d, const char *name)
+{
+    return d->p && d->p->name && strcmp(d->p->name, name) == 0;
+}
+
+static const char *who(const struct doc *d)
+{
+    return d->p ? d->p->name : "a service";
+}
+
+/* ---- cpu ------------------------------------------------------------------ */
+
+static void check_cpu(struct doc *d)
+{
+    char path[256], gov[64], first[64] = "";
+    int n = 0, slow = 0, misses = 0;
+    for (int cpu = 0; cpu < 8192 && misses < 64; cpu++) {
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cpufreq/scaling_governor", cpu);
+        if (!rd(d, path, gov, sizeof(gov))) {
+            misses++;
+            continue;
+        }
+        misses = 0;
+        n++;
+        if (!first[0])
+            snprintf(first, sizeof(first), "%s", gov);
+        slow += strcmp(gov, "powersave") == 0;
+    }
+    if (n == 0) {
+        add(d, "cpu", "cpu.governor", SEV_INFO, fmt("no cpufreq here (a VM, or a fixed clock)"),
+            fmt("the hypervisor or firmware sets the frequency; compare with a host that has "
+                "cpufreq"),
+            NULL, NULL);
+    } else if (slow) {
+        add(d, "cpu", "cpu.governor", d->p ? SEV_WARN : SEV_INFO,
+            fmt("%d of %d CPUs run the powersave governor", slow, n),
+            fmt("powersave ramps the clock up late: every request of %s starts slow, and its "
+                "latency pays for it",
+                who(d)),
+            fmt("cpupower frequency-set -g performance"),
+            fmt("GOVERNOR=\"performance\" in /etc/default/cpupower (or the udev rule "
+                "SUBSYSTEM==\"cpu\", ACTION==\"add\", "
+                "ATTR{cpufreq/scaling_governor}=\"performance\")"));
+    } else {
+        add(d, "cpu", "cpu.governor", SEV_OK, fmt("%s on %d CPUs", first, n), NULL, NULL, NULL);
+    }
+    long long cur, max;
+    if (rd_long(d, "/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq", &cur) &&
+        rd_long(d, "/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", &max) && max > 0)
+        add(d, "cpu", "cpu.frequency", cur * 10 < max * 7 ? SEV_INFO : SEV_OK,
+            fmt("CPU 0 at %lld MHz of %lld MHz", cur / 1000, max / 1000),
+            cur * 10 < max * 7 ? fmt("well below its maximum now; under load it should rise")
+                               : NULL,
+            NULL, NULL);
+}
+
+/* ---- numa ----------------------------------------------------------------- */
+
+static void check_numa(struct doc *d)
+{
+    char path[256], buf[4096];
+    int nodes = 0;
+    char *dist = xstrdup("");
+    for (int node = 0; node < 1024; node++) {
+        snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/distance", node);
+        if (!rd(d, path, buf, sizeof(buf)))
+            continue;
+        nodes++;
+        char *x = fmt("%s%snode %d: %s", dist, *dist ? "; " : "", node, buf);
+        free(dist);
+        dist = x;
+    }
+    if (nodes == 0) {
+        add(d, "numa", "numa.nodes", SEV_INFO, fmt("no NUMA information in sysfs"), NULL, NULL,
+            NULL);
+        free(dist);
+        return;
+    }
+    add(d, "numa", "numa.nodes", SEV_OK,
+        fmt("%d node%s (distances %s)", nodes, nodes == 1 ? "" : "s", dist),
+        nodes > 1 ? fmt("memory on another node costs about 1.7x (80 ns local, 140 ns remote)")
+                  : NULL,
+        NULL, NULL);
+    free(dist);
+    if (d->p && nodes > 1) {
+        bool local = d->p->placement.nodes == 1 && (d->p->placement.memory == MEM_BIND ||
+                                                    d->p->placement.memory == MEM_PREFERRED ||
+                                                    d->p->placement.memory == MEM_LOCAL);
+        add(d, "numa", "numa.placement", local ? SEV_OK : SEV_INFO,
+            fmt("the %s profile places it on %s node%s with %s memory", d->p->name,
+                d->p->placement.nodes ? "one" : "every", d->p->placement.nodes == 1 ? "" : "s",
+                mem_mode_name(d->p->placement.memory)),
+            local ? NULL : fmt("memory may be remote for part of it"),
+            local ? NULL : fmt("tunerun plan %s --set placement.nodes=1", d->p->name), NULL);
+    }
+    long long bal;
+    if (rd_long(d, "/proc/sys/kernel/numa_balancing", &bal)) {
+        bool bad = bal != 0 && nodes > 1 && d->p && d->p->placement.nodes == 1;
+        add(d, "numa", "numa.balancing", bad ? SEV_WARN : SEV_OK,
+            fmt("kernel.numa_balancing = %lld", bal),
+            bad ? fmt("%s is bound to its node; automatic balancing still scans and faults its "
+                      "pages to move them, a latency tax with nothing to gain",
+                      who(d))
+                : NULL,
+            bad ? fmt("sysctl -w kernel.numa_balancing=0") : NULL,
+            bad ? fmt("kernel.numa_balancing = 0 in /etc/sysctl.d/90-tunerun.conf") : NULL);
+    }
+}
+
+/* ---- memory --------------------------------------------------------------- */
+
+static void check_memory(struct doc *d)
+{
+    char buf[256], mode[32], rel[128] = "";
+    const char *thp = rd(d, "/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof(buf))
+                          ? bracketed(buf, mode, sizeof(mode))
+                          : NULL;
+    int major = 0, minor = 0;
+    bool per_process = rd(d, "/proc/sys/kernel/osrelease", rel, sizeof(rel)) &&
+                       sscanf(rel, "%d.%d", &major, &minor) == 2 &&
+                       (major > 6 || (major == 6 && minor >= 18));
+    if (thp) {
+        /*
+         * tunerun turns THP off per process on any kernel (never), and gives
+         * madvise per process from Linux 6.18: only a madvise profile on an
+         * older kernel, or no profile at all, lives with the global mode.
+         */
+        bool always = strcmp(thp, "always") == 0;
+        bool exposed = d->p == NULL || (d->p->memory.thp == THP_MADVISE && !per_process);
+        enum severity sev = !always ? SEV_OK : !exposed ? SEV_INFO : d->p ? SEV_WARN : SEV_INFO;
+        add(d, "memory", "thp.enabled", sev, fmt("transparent_hugepage/enabled = %s", thp),
+            always && exposed
+                ? fmt("always: every large allocation may stall to assemble a 2 MiB page (InnoDB's "
+                      "buffer pool), and a fork copies 2 MiB per touched page (redis)")
+            : always
+                ? fmt("tunerun sets %s's THP mode per process, whatever the global one", who(d))
+                : NULL,
+            always && exposed ? fmt("echo madvise > /sys/kernel/mm/transparent_hugepage/enabled")
+                              : NULL,
+            always && exposed ? fmt("transparent_hugepage=madvise on the kernel command line")
+                              : NULL);
+    }
+    char dbuf[256], dmode[32];
+    const char *defrag = rd(d, "/sys/kernel/mm/transparent_hugepage/defrag", dbuf, sizeof(dbuf))
+                             ? bracketed(dbuf, dmode, sizeof(dmode))
+                             : NULL;
+    if (defrag) {
+        bool bad = strcmp(defrag, "always") == 0;
+        add(d, "memory", "thp.defrag", bad ? SEV_WARN : SEV_OK,
+            fmt("transparent_hugepage/defrag = %s", defrag),
+            bad ? fmt("always: page faults compact memory synchronously, a latency spike of "
+                      "milliseconds")
+                : NULL,
+            bad ? fmt("echo defer+madvise > /sys/kernel/mm/transparent_hugepage/defrag") : NULL,
+            bad ? fmt("a udev or tmpfiles.d rule writing defer+madvise at boot "
+                      "(w /sys/kernel/mm/transparent_hugepage/defrag - - - - defer+madvise)")
+                : NULL);
+    }
+    if (d->p && d->p->memory.thp == THP_MADVISE && rel[0]) {
+        bool global_always = thp && strcmp(thp, "always") == 0;
+        add(d, "memory", "thp.per_process",
+            per_process     ? SEV_OK
+            : global_always ? SEV_WARN
+                            : SEV_INFO,
+            fmt("kernel %s: per-process THP madvise %s", rel,
+                per_process ? "available" : "missing (Linux 6.18+)"),
+            per_process ? NULL
+                        : fmt("the profile's thp = madvise cannot apply to %s alone; the global "
+                              "mode holds",
+                              who(d)),
+            per_process ? NULL : fmt("echo madvise > /sys/kernel/mm/transparent_hugepage/enabled"),
+            per_process ? NULL
+                        : fmt("transparent_hugepage=madvise on the kernel command line, or Linux "
+                              "6.18 or later"));
+    }
+    long long sw;
+    if (rd_long(d, "/proc/sys/vm/swappiness", &sw)) {
+        enum severity s = SEV_OK;
+        char *why = NULL;
+        if (sw == 0) {
+            s = SEV_WARN;
+            why = fmt("0 turns a little memory pressure into the OOM killer (in cgroup v2 above "
+                      "all); 1 still keeps memory in RAM but lets the kernel breathe");
+        } else if (sw > 10 && d->p && (is_profile(d, "mysql") || is_profile(d, "redis"))) {
+            s = SEV_WARN;
+            why = fmt("%lld swaps %s's hot memory out under pressure: a buffer pool page or a key "
+                      "read from swap costs milliseconds",
+                      sw, who(d));
+        }
+        add(d, "memory", "vm.swappiness", s, fmt("vm.swappiness = %lld", sw), why,
+            s ? fmt("sysctl -w vm.swappiness=1") : NULL,
+            s ? fmt("vm.swappiness = 1 in /etc/sysctl.d/90-tunerun.conf") : NULL);
+    }
+    long long oc;
+    if (rd_long(d, "/proc/sys/vm/overcommit_memory", &oc)) {
+        bool redis = is_profile(d, "redis");
+        enum severity s = redis && oc != 1 ? SEV_WARN : (!redis && oc == 2 ? SEV_INFO : SEV_OK);
+        add(d, "memory", "vm.overcommit_memory", s, fmt("vm.overcommit_memory = %lld", oc),
+            redis && oc != 1 ? fmt("redis forks to save; without overcommit the fork of a big "
+                                   "instance fails with ENOMEM and the snapshot with it")
+            : s ? fmt("2 (strict) refuses allocations beyond the commit limit: fine only if "
+                      "sized for")
+                : NULL,
+            redis && oc != 1 ? fmt("sysctl -w vm.overcommit_memory=1") : NULL,
+            redis && oc != 1 ? fmt("vm.overcommit_memory = 1 in /etc/sysctl.d/90-tunerun.conf")
+                             : NULL);
+    }
+    long long ratio, bg;
+    char mem[256];
+    if (rd_long(d, "/proc/sys/vm/dirty_ratio", &ratio) &&
+        rd_long(d, "/proc/sys/vm/dirty_background_ratio", &bg)) {
+        long long total_kb = 0;
+        if (rd(d, "/proc/meminfo", mem, sizeof(mem)))
+            sscanf(mem, "MemTotal: %lld", &total_kb);
+        long long dirty_mb = total_kb * ratio / 100 / 1024;
+        bool bad = ratio > 10 || bg > 5;
+        add(d, "memory", "vm.dirty", bad ? (is_profile(d, "mysql") ? SEV_WARN : SEV_INFO) : SEV_OK,
+            fmt("vm.dirty_ratio = %lld, vm.dirty_background_ratio = %lld (up to %lld MiB dirty)",
+                ratio, bg, dirty_mb),
+            bad ? fmt("dirty pages pile up before writeback starts, then flush in a storm that "
+                      "stalls writers; a low-latency disk wants small, steady flushes")
+                : NULL,
+            bad ? fmt("sysctl -w vm.dirty_ratio=10 vm.dirty_background_ratio=5") : NULL,
+            bad ? fmt("vm.dirty_ratio = 10 and vm.dirty_background_ratio = 5 in "
+                      "/etc/sysctl.d/90-tunerun.conf")
+                : NULL);
+    }
+}
+
+/* ---- io ------------------------------------------------------------------- */
+
+/* The mount holding path: its device (maj:min) from mountinfo, the longest prefix. */
+static bool device_of(const struct doc *d, const char *path, unsigned *maj, unsigned *min,
+                      char *mnt, size_t mn)
+{
+    char full[4096];
+    snprintf(full, sizeof(full), "%s/proc/self/mountinfo",
+             strcmp(d->root, "/") == 0 ? "" : d->root);
+    FILE *f = fopen(full, "re");
+    char *line = NULL;
+    size_t cap = 0, best = 0;
+    bool found = false;
+    while (f && getline(&line, &cap, f) > 0) {
+        unsigned a, b;
+        char point[4096];
+        if (sscanf(line, "%*s %*s %u:%u %*s %4095s", &a, &b, point) != 3)
+            continue;
+        size_t n = strlen(point);
+        bool under = strcmp(point, "/") == 0 ||
+                     (strncmp(path, point, n) == 0 && (path[n] == '/' || path[n] == '\0'));
+        if (under && (n >= best || !found)) {
+            best = n;
+            *maj = a;
+            *min = b;
+            snprintf(mnt, mn, "%s", point);
+            found = true;
+        }
+    }
+    free(line);
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/*
+ * The request queue behind a block device: a partition's parent, a
+ * device-mapper or md device's first slave, down to a disk with a queue.
+ */
+static bool real_queue(const struct doc *d, unsigned maj, unsigned min, char *disk, size_t n,
+                       unsigned *qmaj, unsigned *qmin)
+{
+    char path[512], buf[256];
+    snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/dev", maj, min);
+    if (!rd(d, path, buf, sizeof(buf)))
+        return false;
+    for (int depth = 0; depth < 8; depth++) {
+        /* a partition: its disk is the parent directory, named in ../dev */
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/partition", maj, min);
+        if (rd(d, path, buf, sizeof(buf))) {
+            snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../dev", maj, min);
+            if (!rd(d, path, buf, sizeof(buf)) || sscanf(buf, "%u:%u", &maj, &min) != 2)
+                return false;
+            continue;
+        }
+        /* device-mapper, md: its own queue schedules nothing; follow the first device under it */
+        char slaves[4096];
+        snprintf(slaves, sizeof(slaves), "%s/sys/dev/block/%u:%u/slaves",
+                 strcmp(d->root, "/") == 0 ? "" : d->root, maj, min);
+        DIR *s = opendir(slaves);
+        struct dirent *e;
+        bool next = false;
+        while (s && !next && (e = readdir(s)) != NULL) {
+            if (e->d_name[0] == '.')
+                continue;
+            snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/slaves/%s/dev", maj, min, e->d_name);
+            next = rd(d, path, buf, sizeof(buf)) && sscanf(buf, "%u:%u", &maj, &min) == 2;
+        }
+        if (s)
+            closedir(s);
+        if (next)
+            continue;
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/scheduler", maj, min);
+        if (!rd(d, path, buf, sizeof(buf)))
+            return false;
+        char uevent[4096], *name, full[4096];
+        snprintf(disk, n, "%u:%u", maj, min);
+        snprintf(full, sizeof(full), "%s/sys/dev/block/%u:%u/uevent",
+                 strcmp(d->root, "/") == 0 ? "" : d->root, maj, min);
+        FILE *f = fopen(full, "re");
+        while (f && fgets(uevent, sizeof(uevent), f))
+            if ((name = strstr(uevent, "DEVNAME=")) == uevent) {
+                uevent[strcspn(uevent, "\n")] = '\0';
+                snprintf(disk, n, "%.*s", (int)(n - 1), name + 8);
+            }
+        if (f)
+            fclose(f);
+        *qmaj = maj;
+        *qmin = min;
+        return true;
+    }
+    return false;
+}
+
+static void check_io(struct doc *d)
+{
+    const char *dir = d->data_dir ? d->data_dir : "/";
+    unsigned maj, min;
+    char mnt[4096], disk[4096], path[512], sched[256] = "", mode[64], rot[16];
+    if (!device_of(d, dir, &maj, &min, mnt, sizeof(mnt))) {
+        add(d, "io", "io.scheduler", SEV_INFO, fmt("no mount found for %s", dir), NULL, NULL, NULL);
+        return;
+    }
+    unsigned qmaj, qmin;
+    if (!real_queue(d, maj, min, disk, sizeof(disk), &qmaj, &qmin)) {
+        add(d, "io", "io.scheduler", SEV_INFO,
+            fmt("%s is on %s (device %u:%u), which has no block queue (tmpfs, overlay, NFS?)", dir,
+                mnt, maj, min),
+            NULL, NULL, NULL);
+        return;
+    }
+    char base[64];
+    snprintf(base, sizeof(base), "/sys/dev/block/%u:%u/queue", qmaj, qmin);
+    snprintf(path, sizeof(path), "%s/scheduler", base);
+    rd(d, path, sched, sizeof(sched));
+    snprintf(path, sizeof(path), "%s/rotational", base);
+    bool rotational = rd(d, path, rot, sizeof(rot)) && strcmp(rot, "1") == 0;
+    const char *s = bracketed(sched, mode, sizeof(mode));
+    if (s == NULL)
+        s = sched;
+    bool bad = !rotational && (strcmp(s, "cfq") == 0 || strcmp(s, "bfq") == 0);
+    add(d, "io", "io.scheduler", bad ? SEV_WARN : SEV_OK,
+        fmt("%s is on %s (%s, %s): scheduler %s", dir, mnt, disk,
+            rotational ? "rotational" : "SSD or virtual disk", s),
+        bad ? fmt("%s reorders requests for a spinning head: on an SSD or a cloud disk it only "
+                  "adds latency and caps IOPS",
+                  s)
+            : NULL,
+        bad ? fmt("echo none > /sys/block/%s/queue/scheduler (or mq-deadline)", disk) : NULL,
+        bad ? fmt("ACTION==\"add|change\", KERNEL==\"%s\", ATTR{queue/scheduler}=\"none\" in "
+                  "/etc/udev/rules.d/60-scheduler.rules",
+                  disk)
+            : NULL);
+}
+
+/* ---- files and connections ----------------------------------------------- */
+
+static void check_files(struct doc *d)
+{
+    long long somax;
+    bool listens = is_profile(d, "nginx") || is_profile(d, "redis");
+    if (rd_long(d, "/proc/sys/net/core/somaxconn", &somax)) {
+        long long backlog = 511; /* nginx's listen and redis's tcp-backlog default */
+        bool bad = listens && somax < backlog;
+        char asks[128] = "";
+        if (listens)
+            snprintf(asks, sizeof(asks), " (%s asks for a backlog of %lld)", who(d), backlog);
+        add(d, "files", "net.somaxconn", bad ? SEV_WARN : SEV_OK,
+            fmt("net.core.somaxconn = %lld%s", somax, asks),
+            bad ? fmt("the kernel cuts the listen backlog to %lld: bursts of connections are "
+                      "dropped or retried after a second",
+                      somax)
+                : NULL,
+            bad ? fmt("sysctl -w net.core.somaxconn=4096") : NULL,
+            bad ? fmt("net.core.somaxconn = 4096 in /etc/sysctl.d/90-tunerun.conf") : NULL);
+    }
+    const struct profile_limit *nofile = d->p ? &d->p->limits[RLIMIT_NOFILE] : NULL;
+    long long want = nofile && nofile->set ? (long long)nofile->hard : 0;
+    long long nr_open, file_max;
+    if (rd_long(d, "/proc/sys/fs/nr_open", &nr_open)) {
+        bool bad = want > nr_open;
+        char wants[64] = "";
+        if (want)
+            snprintf(wants, sizeof(wants), " (the profile's nofile is %lld)", want);
+        add(d, "files", "fs.nr_open", bad ? SEV_CRIT : SEV_OK,
+            fmt("fs.nr_open = %lld%s", nr_open, wants),
+            bad ? fmt("no process may open more than %lld files: the profile's limit cannot be "
+                      "set, "
+                      "and %s runs out of connections",
+                      nr_open, who(d))
+                : NULL,
+            bad ? fmt("sysctl -w fs.nr_open=%lld", want) : NULL,
+            bad ? fmt("fs.nr_open = %lld in /etc/sysctl.d/90-tunerun.conf", want) : NULL);
+    }
+    char buf[128];
+    if (rd(d, "/proc/sys/fs/file-max", buf, sizeof(buf)) &&
+        (file_max = strtoll(buf, NULL, 10)) > 0) {
+        bool bad = want > file_max;
+        add(d, "files", "fs.file_max", bad ? SEV_WARN : SEV_OK, fmt("fs.file-max = %lld", file_max),
+            bad ? fmt("the whole host may open fewer files than this one service wants") : NULL,
+            bad ? fmt("sysctl -w fs.file-max=%lld", want * 4) : NULL,
+            bad ? fmt("fs.file-max = %lld in /etc/sysctl.d/90-tunerun.conf", want * 4) : NULL);
+    }
+}
+
+/* ---- container: the cgroup's limits, and capabilities ---------------------- */
+
+static void check_container(struct doc *d)
+{
+    char text[8192], path[512], v[256], v2[256];
+    bool unified = false;
+    char *cg_v2 = NULL, *cg_mem = NULL, *cg_cpu = NULL, *cg_cpuset = NULL;
+    char full[4096];
+    snprintf(full, sizeof(full), "%s/proc/self/cgroup", strcmp(d->root, "/") == 0 ? "" : d->root);
+    FILE *f = fopen(full, "re");
+    while (f && fgets(text, sizeof(text), f)) {
+        text[strcspn(text, "\n")] = '\0';
+        char *a = strchr(text, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+        if (b == NULL)
+            continue;
+        *b = '\0';
+        if (a[1] == '\0')
+            cg_v2 = xstrdup(b + 1);
+        else if (strstr(a + 1, "memory"))
+            cg_mem = xstrdup(b + 1);
+        else if (strstr(a + 1, "cpu,") || strcmp(a + 1, "cpu") == 0 || strstr(a + 1, "cpuacct"))
+            cg_cpu = cg_cpu ? cg_cpu : xstrdup(b + 1);
+        if (a[1] && strstr(a + 1, "cpuset"))
+            cg_cpuset = xstrdup(b + 1);
+    }
+    if (f)
+        fclose(f);
+    snprintf(path, sizeof(path), "/sys/fs/cgroup/cgroup.controllers");
+    unified = rd(d, path, v, sizeof(v)) && cg_mem == NULL;
+    if (unified && cg_v2) {
+        const char *p = strcmp(cg_v2, "/") == 0 ? "" : cg_v2;
+        snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", p);
+        bool mem = rd(d, path, v, sizeof(v));
+        snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max", p);
+        bool cpu = rd(d, path, v2, sizeof(v2));
+        add(d, "container", "cgroup.memory", SEV_INFO,
+            fmt("cgroup v2 %s: memory.max %s", cg_v2, mem ? v : "(none)"),
+            mem && strcmp(v, "max") != 0
+                ? fmt("%s's heap and caches must fit it: tunerun caps java's MaxRAM to it", who(d))
+                : NULL,
+            NULL, NULL);
+        add(d, "container", "cgroup.cpu", SEV_INFO, fmt("cpu.max %s", cpu ? v2 : "(none)"),
+            cpu && strncmp(v2, "max", 3) != 0 ? fmt("a CPU quota throttles in 100 ms periods: size "
+                                                    "thread pools to it, not to the host's CPUs")
+                                              : NULL,
+            NULL, NULL);
+        snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpuset.cpus.effective", p);
+        if (rd(d, path, v, sizeof(v)))
+            add(d, "container", "cgroup.cpuset", SEV_INFO, fmt("cpuset.cpus.effective %s", v), NULL,
+                NULL, NULL);
+    } else if (cg_mem) {
+        const char *p = strcmp(cg_mem, "/") == 0 ? "" : cg_mem;
+        long long lim;
+        snprintf(path, sizeof(path), "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", p);
+        bool mem = rd_long(d, path, &lim) && lim < (1LL << 60);
+        char limit[32] = "(none)";
+        if (mem)
+            snprintf(limit, sizeof(limit), "%lld", lim);
+        add(d, "container", "cgroup.memory", SEV_INFO,
+            fmt("cgroup v1 %s: memory.limit_in_bytes %s", cg_mem, limit), NULL, NULL, NULL);
+        long long quota, period;
+        const char *cp = cg_cpu && strcmp(cg_cpu, "/") != 0 ? cg_cpu : "";
+        snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu,cpuacct%s/cpu.cfs_quota_us", cp);
+        bool q = rd_long(d, path, &quota);
+        if (!q) {
+            snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu%s/cpu.cfs_quota_us", cp);
+            q = rd_long(d, path, &quota);
+        }
+        snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu%s/cpu.cfs_period_us", cp);
+        if (!rd_long(d, path, &period))
+            period = 100000;
+        char quota_s[64] = "(none)";
+        if (q && quota > 0)
+            snprintf(quota_s, sizeof(quota_s), "%lld/%lld us", quota, period);
+        add(d, "container", "cgroup.cpu", SEV_INFO, fmt("cpu quota %s", quota_s), NULL, NULL, NULL);
+        const char *cs = cg_cpuset && strcmp(cg_cpuset, "/") != 0 ? cg_cpuset : "";
+        snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuset%s/cpuset.cpus", cs);
+        if (rd(d, path, v, sizeof(v)))
+            add(d, "container", "cgroup.cpuset", SEV_INFO, fmt("cpuset.cpus %s", v), NULL, NULL,
+                NULL);
+    } else {
+        add(d, "container", "cgroup.memory", SEV_INFO, fmt("no memory cgroup found"), NULL, NULL,
+            NULL);
+    }
+    free(cg_v2);
+    free(cg_mem);
+    free(cg_cpu);
+    free(cg_cpuset);
+
+    /* capabilities, from the status of this process (a fixture's, under a root) */
+    unsigned long long eff = 0;
+    bool known = false;
+    snprintf(full, sizeof(full), "%s/proc/self/status", strcmp(d->root, "/") == 0 ? "" : d->root);
+    f = fopen(full, "re");
+    while (f && fgets(text, sizeof(text), f))
+        if (sscanf(text, "CapEff: %llx", &eff) == 1)
+            known = true;
+    if (f)
+        fclose(f);
+    if (!known)
+        return;
+    struct {
+        cap_value_t cap;
+        bool needed;
+        const char *what;
+    } caps[] = {
+        {CAP_SYS_RESOURCE, d->p && d->p->limits[RLIMIT_NOFILE].set,
+         "raise a hard rlimit (nofile) and lower oom_score_adj"},
+        {CAP_SYS_NICE, d->p != NULL, "move the threads of other services (a yielding pool)"},
+        {CAP_SETUID, false, "change to the service's user"},
+    };
+    for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+        char *name = cap_to_name(caps[i].cap);
+        bool has = eff >> caps[i].cap & 1;
+        add(d, "container",
+            caps[i].cap == CAP_SYS_RESOURCE ? "cap.sys_resource"
+            : caps[i].cap == CAP_SYS_NICE   ? "cap.sys_nice"
+                                            : "cap.setuid",
+            has ? SEV_OK : (caps[i].needed ? SEV_WARN : SEV_INFO),
+            fmt("%s %s", name ? name : "?", has ? "held" : "missing"),
+            has ? NULL : fmt("tunerun needs it to %s", caps[i].what),
+            has ? NULL
+                : fmt("raise the limit where tunerun starts instead (LimitNOFILE= in the unit, "
+                      "docker run --ulimit)"),
+            has ? NULL
+                : fmt("docker run --cap-add %s, or run from a systemd unit as root",
+                      name ? name + 4 : "?"));
+        cap_free(name);
+    }
+}
+
+/* ---- output --------------------------------------------------------------- */
+
+static void print_text(FILE *out, const struct doc *d, enum severity worst)
+{
+    fprintf(out, "tunerun doctor%s%s: root %s%s%s\n", d->p ? " " : "", d->p ? d->p->name : "",
+            d->root, d->data_dir ? ", data " : "", d->data_dir ? d->data_dir : "");
+    for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
+        bool any = false;
+        for (size_t i = 0; i < d->n; i++) {
+            const struct finding *f = &d->v[i];
+            if (strcmp(f->group, groups[g][0]) != 0)
+                continue;
+            if (!any)
+                fprintf(out, "\n%s\n", groups[g][1]);
+            any = true;
+            fprintf(out, "  %-4s  %-22s %s\n", sev_name(f->sev), f->id, f->observed);
+            if (f->why)
+                fprintf(out, "        %-22s why: %s\n", "", f->why);
+            if (f->fix)
+                fprintf(out, "        %-22s fix: %s\n", "", f->fix);
+            if (f->persist)
+                fprintf(out, "        %-22s for good: %s\n", "", f->persist);
+        }
+    }
+    fprintf(out, "\nworst: %s\n", sev_name(worst));
+}
+
+static void print_json(FILE *out, const struct doc *d, enum severity worst)
+{
+    json_field(out, "{\"profile\": ", d->p ? d->p->name : NULL);
+    json_field(out, ", \"root\": ", d->root);
+    json_field(out, ", \"data_dir\": ", d->data_dir);
+    fprintf(out, ", \"worst\": \"%s\", \"findings\": [", sev_name(worst));
+    for (size_t i = 0; i < d->n; i++) {
+        const struct finding *f = &d->v[i];
+        fprintf(out,
+                "%s\n  {\"id\": \"%s\", \"group\": \"%s\", \"severity\": \"%s\", \"observed\": ",
+                i ? "," : "", f->id, f->group, sev_name(f->sev));
+        json_string(out, f->observed);
+        json_field(out, ", \"why\": ", f->why);
+        json_field(out, ", \"fix\": {\"runtime\": ", f->fix);
+        json_field(out, ", \"persistent\": ", f->persist);
+        fprintf(out, "}}");
+    }
+    fprintf(out, "\n]}\n");
+}
+
+int doctor_run(FILE *out, const char *root, const struct profile *p, const char *data_dir,
+               bool json)
+{
+    struct doc d = {root ? root : "/", p, data_dir, NULL, 0};
+    check_cpu(&d);
+    check_numa(&d);
+    check_memory(&d);
+    check_io(&d);
+    check_files(&d);
+    check_container(&d);
+    enum severity worst = SEV_OK;
+    for (size_t i = 0; i < d.n; i++)
+        if (d.v[i].sev > worst)
+            worst = d.v[i].sev;
+    if (json)
+        print_json(out, &d, worst);
+    else
+        print_text(out, &d, worst);
+    for (size_t i = 0; i < d.n; i++) {
+        free(d.v[i].observed);
+        free(d.v[i].why);
+        free(d.v[i].fix);
+        free(d.v[i].persist);
+    }
+    free(d.v);
+    return worst == SEV_CRIT ? 2 : worst == SEV_WARN ? 1 : 0;
+}

@@ -1,0 +1,24 @@
+/*
+ * doctor.h - `tunerun doctor [PROFILE]`: the seed's checklist as a host
+ * audit. Read-only: every source is read under a root path (default "/"),
+ * so the same checks run against fixture trees of /proc and /sys.
+ */
+#ifndef TUNERUN_DOCTOR_H
+#define TUNERUN_DOCTOR_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "profile.h"
+
+enum severity { SEV_OK, SEV_INFO, SEV_WARN, SEV_CRIT };
+
+/*
+ * Run every check and print them (text grouped in the seed's order, or
+ * JSON). p may be NULL for a profile-free audit. Returns the exit status:
+ * 0 for ok/info, 1 for a warning, 2 for a critical finding.
+ */
+int doctor_run(FILE *out, const char *root, const struct profile *p, const char *data_dir,
+               bool json);
+
+#endif
