@@ -544,12 +544,15 @@ static void check_container(struct doc *d)
     unified = rd(d, path, v, sizeof(v)) && cg_mem == NULL;
     if (unified && cg_v2) {
         const char *p = strcmp(cg_v2, "/") == 0 ? "" : cg_v2;
+        char high[64] = "(none)";
+        snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.high", p);
+        rd(d, path, high, sizeof(high));
         snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", p);
         bool mem = rd(d, path, v, sizeof(v));
         snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max", p);
         bool cpu = rd(d, path, v2, sizeof(v2));
         add(d, "container", "cgroup.memory", SEV_INFO,
-            fmt("cgroup v2 %s: memory.max %s", cg_v2, mem ? v : "(none)"),
+            fmt("cgroup v2 %s: memory.max %s, memory.high %s", cg_v2, mem ? v : "(none)", high),
             mem && strcmp(v, "max") != 0
                 ? fmt("%s's heap and caches must fit it: tunerun caps java's MaxRAM to it", who(d))
                 : NULL,
