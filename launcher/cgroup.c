@@ -64,21 +64,6 @@ static bool has_word(const char *list, const char *word, char sep)
     return false;
 }
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo. */
-static void unescape(char *s)
-{
-    char *w = s;
-    for (char *r = s; *r; r++) {
-        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
-            r[3] >= '0' && r[3] <= '7') {
-            *w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-            r += 3;
-        } else {
-            *w++ = *r;
-        }
-    }
-    *w = '\0';
-}
 
 /*
  * The mount of a hierarchy: cgroup2 (option NULL), or the v1 one with
@@ -102,8 +87,8 @@ static bool find_mount(const char *option, char **point, char **root, bool *ro)
         if (option ? strcmp(fstype, "cgroup") != 0 || !has_word(super, option, ',')
                    : strcmp(fstype, "cgroup2") != 0)
             continue;
-        unescape(r);
-        unescape(pt);
+        mountinfo_unescape(r);
+        mountinfo_unescape(pt);
         free(*point);
         free(*root);
         *point = xstrdup(pt);

@@ -19,7 +19,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/capability.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 struct finding {
     const char *group;
@@ -74,8 +77,8 @@ static void add(struct doc *d, const char *group, const char *id, enum severity 
 
 static bool rd(const struct doc *d, const char *path, char *buf, size_t n)
 {
-    char full[4096];
-    snprintf(full, sizeof(full), "%s%s", strcmp(d->root, "/") == 0 ? "" : d->root, path);
+    char full[8192];
+    snprintf(full, sizeof(full), "%.4000s%.4000s", strcmp(d->root, "/") == 0 ? "" : d->root, path);
     return read_line_file(full, buf, n);
 }
 
@@ -99,9 +102,28 @@ static const char *bracketed(const char *text, char *buf, size_t n)
     return buf;
 }
 
-static bool is_profile(const struct doc *d, const char *name)
+/* What the profile fears, by what it says and sets: never by its file's name. */
+static bool fears(const struct doc *d, const char *word)
 {
-    return d->p && d->p->name && strcmp(d->p->name, name) == 0;
+    return d->p && d->p->fears && strstr(d->p->fears, word) != NULL;
+}
+
+static bool swap_sensitive(const struct doc *d)
+{
+    return d->p && (d->p->memory.swappiness >= 0 || d->p->memory.swap_max_set);
+}
+
+/* The first of `choices` the list in a /sys file offers ("noop deadline [cfq]"), or NULL. */
+static const char *offered(const char *list, const char *const *choices)
+{
+    for (; *choices; choices++) {
+        size_t n = strlen(*choices);
+        for (const char *p = strstr(list, *choices); p; p = strstr(p + 1, *choices))
+            if ((p == list || p[-1] == ' ' || p[-1] == '[') &&
+                (p[n] == '\0' || p[n] == ' ' || p[n] == ']'))
+                return *choices;
+    }
+    return NULL;
 }
 
 static const char *who(const struct doc *d)
@@ -132,6 +154,14 @@ static void check_cpu(struct doc *d)
             fmt("the hypervisor or firmware sets the frequency; compare with a host that has "
                 "cpufreq"),
             NULL, NULL);
+    } else if (slow &&
+               rd(d, "/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver", path, sizeof(path)) &&
+               strcmp(path, "intel_pstate") == 0) {
+        add(d, "cpu", "cpu.governor", SEV_INFO,
+            fmt("%d of %d CPUs: powersave under intel_pstate", slow, n),
+            fmt("intel_pstate's powersave still scales with load (not the old fixed-low "
+                "governor); performance only removes the ramp-up"),
+            NULL, NULL);
     } else if (slow) {
         add(d, "cpu", "cpu.governor", d->p ? SEV_WARN : SEV_INFO,
             fmt("%d of %d CPUs run the powersave governor", slow, n),
@@ -139,9 +169,9 @@ static void check_cpu(struct doc *d)
                 "latency pays for it",
                 who(d)),
             fmt("cpupower frequency-set -g performance"),
-            fmt("GOVERNOR=\"performance\" in /etc/default/cpupower (or the udev rule "
-                "SUBSYSTEM==\"cpu\", ACTION==\"add\", "
-                "ATTR{cpufreq/scaling_governor}=\"performance\")"));
+            fmt("GOVERNOR=\"performance\" in /etc/default/cpupower and systemctl enable cpupower "
+                "(Debian), or CPUPOWER_START_OPTS=\"frequency-set -g performance\" in "
+                "/etc/sysconfig/cpupower (RHEL, CentOS)"));
     } else {
         add(d, "cpu", "cpu.governor", SEV_OK, fmt("%s on %d CPUs", first, n), NULL, NULL, NULL);
     }
@@ -183,16 +213,20 @@ static void check_numa(struct doc *d)
                   : NULL,
         NULL, NULL);
     free(dist);
-    if (d->p && nodes > 1) {
+    if (d->p && nodes > 1 && d->p->placement.nodes == 0) {
+        add(d, "numa", "numa.placement", SEV_OK,
+            fmt("the %s profile spans every node by design (%s memory)", d->p->name,
+                mem_mode_name(d->p->placement.memory)),
+            NULL, NULL, NULL);
+    } else if (d->p && nodes > 1) {
         bool local = d->p->placement.nodes == 1 && (d->p->placement.memory == MEM_BIND ||
                                                     d->p->placement.memory == MEM_PREFERRED ||
                                                     d->p->placement.memory == MEM_LOCAL);
         add(d, "numa", "numa.placement", local ? SEV_OK : SEV_INFO,
-            fmt("the %s profile places it on %s node%s with %s memory", d->p->name,
-                d->p->placement.nodes ? "one" : "every", d->p->placement.nodes == 1 ? "" : "s",
+            fmt("the %s profile places it on %u node%s with %s memory", d->p->name,
+                d->p->placement.nodes, d->p->placement.nodes == 1 ? "" : "s",
                 mem_mode_name(d->p->placement.memory)),
-            local ? NULL : fmt("memory may be remote for part of it"),
-            local ? NULL : fmt("tunerun plan %s --set placement.nodes=1", d->p->name), NULL);
+            local ? NULL : fmt("part of its memory may be remote"), NULL, NULL);
     }
     long long bal;
     if (rd_long(d, "/proc/sys/kernel/numa_balancing", &bal)) {
@@ -227,7 +261,10 @@ static void check_memory(struct doc *d)
          * older kernel, or no profile at all, lives with the global mode.
          */
         bool always = strcmp(thp, "always") == 0;
-        bool exposed = d->p == NULL || (d->p->memory.thp == THP_MADVISE && !per_process);
+        bool never_ok = major > 3 || (major == 3 && minor >= 15); /* PR_SET_THP_DISABLE */
+        bool exposed = d->p == NULL || (d->p->memory.thp == THP_MADVISE && !per_process) ||
+                       (d->p->memory.thp == THP_NEVER && !never_ok) ||
+                       d->p->memory.thp == THP_SYSTEM;
         enum severity sev = !always ? SEV_OK : !exposed ? SEV_INFO : d->p ? SEV_WARN : SEV_INFO;
         add(d, "memory", "thp.enabled", sev, fmt("transparent_hugepage/enabled = %s", thp),
             always && exposed
@@ -252,9 +289,14 @@ static void check_memory(struct doc *d)
             bad ? fmt("always: page faults compact memory synchronously, a latency spike of "
                       "milliseconds")
                 : NULL,
-            bad ? fmt("echo defer+madvise > /sys/kernel/mm/transparent_hugepage/defrag") : NULL,
-            bad ? fmt("a udev or tmpfiles.d rule writing defer+madvise at boot "
-                      "(w /sys/kernel/mm/transparent_hugepage/defrag - - - - defer+madvise)")
+            bad ? fmt("echo %s > /sys/kernel/mm/transparent_hugepage/defrag",
+                      offered(dbuf, (const char *const[]){"defer+madvise", "madvise", NULL})
+                          ?: "madvise")
+                : NULL,
+            bad ? fmt("w /sys/kernel/mm/transparent_hugepage/defrag - - - - %s in "
+                      "/etc/tmpfiles.d/thp.conf",
+                      offered(dbuf, (const char *const[]){"defer+madvise", "madvise", NULL})
+                          ?: "madvise")
                 : NULL);
     }
     if (d->p && d->p->memory.thp == THP_MADVISE && rel[0]) {
@@ -282,23 +324,28 @@ static void check_memory(struct doc *d)
             s = SEV_WARN;
             why = fmt("0 turns a little memory pressure into the OOM killer (in cgroup v2 above "
                       "all); 1 still keeps memory in RAM but lets the kernel breathe");
-        } else if (sw > 10 && d->p && (is_profile(d, "mysql") || is_profile(d, "redis"))) {
+        } else if (sw > 10 && swap_sensitive(d)) {
             s = SEV_WARN;
             why = fmt("%lld swaps %s's hot memory out under pressure: a buffer pool page or a key "
-                      "read from swap costs milliseconds",
+                      "read from swap costs milliseconds (on cgroup v1 tunerun sets the service's "
+                      "own where it may write its cgroup: see tunerun plan)",
                       sw, who(d));
         }
+        bool fix = s == SEV_WARN;
         add(d, "memory", "vm.swappiness", s, fmt("vm.swappiness = %lld", sw), why,
-            s ? fmt("sysctl -w vm.swappiness=1") : NULL,
-            s ? fmt("vm.swappiness = 1 in /etc/sysctl.d/90-tunerun.conf") : NULL);
+            fix ? fmt("sysctl -w vm.swappiness=1") : NULL,
+            fix ? fmt("vm.swappiness = 1 in /etc/sysctl.d/90-tunerun.conf (tuned profiles may "
+                      "override it: check `tuned-adm active`)")
+                : NULL);
     }
     long long oc;
     if (rd_long(d, "/proc/sys/vm/overcommit_memory", &oc)) {
-        bool redis = is_profile(d, "redis");
+        bool redis = fears(d, "fork"); /* a fork to snapshot: redis's BGSAVE */
         enum severity s = redis && oc != 1 ? SEV_WARN : (!redis && oc == 2 ? SEV_INFO : SEV_OK);
         add(d, "memory", "vm.overcommit_memory", s, fmt("vm.overcommit_memory = %lld", oc),
-            redis && oc != 1 ? fmt("redis forks to save; without overcommit the fork of a big "
-                                   "instance fails with ENOMEM and the snapshot with it")
+            redis && oc != 1 ? fmt("%s forks to save; without overcommit the fork of a big "
+                                   "instance fails with ENOMEM and the snapshot with it",
+                                   who(d))
             : s ? fmt("2 (strict) refuses allocations beyond the commit limit: fine only if "
                       "sized for")
                 : NULL,
@@ -313,9 +360,11 @@ static void check_memory(struct doc *d)
         long long total_kb = 0;
         if (rd(d, "/proc/meminfo", mem, sizeof(mem)))
             sscanf(mem, "MemTotal: %lld", &total_kb);
-        long long dirty_mb = total_kb * ratio / 100 / 1024;
-        bool bad = ratio > 10 || bg > 5;
-        add(d, "memory", "vm.dirty", bad ? (is_profile(d, "mysql") ? SEV_WARN : SEV_INFO) : SEV_OK,
+        long long dirty_mb = total_kb * ratio / 100 / 1024, bytes = 0;
+        if (rd_long(d, "/proc/sys/vm/dirty_bytes", &bytes) && bytes > 0)
+            dirty_mb = bytes >> 20; /* set in bytes, the ratios read 0 */
+        bool bad = bytes > 0 ? bytes > (1LL << 30) : (ratio > 10 || bg > 5);
+        add(d, "memory", "vm.dirty", bad ? (fears(d, "IO") ? SEV_WARN : SEV_INFO) : SEV_OK,
             fmt("vm.dirty_ratio = %lld, vm.dirty_background_ratio = %lld (up to %lld MiB dirty)",
                 ratio, bg, dirty_mb),
             bad ? fmt("dirty pages pile up before writeback starts, then flush in a storm that "
@@ -330,9 +379,15 @@ static void check_memory(struct doc *d)
 
 /* ---- io ------------------------------------------------------------------- */
 
-/* The mount holding path: its device (maj:min) from mountinfo, the longest prefix. */
-static bool device_of(const struct doc *d, const char *path, unsigned *maj, unsigned *min,
-                      char *mnt, size_t mn)
+
+/*
+ * The mount holding path, from mountinfo: the longest mount point that is a
+ * prefix of it (on this host, the one whose device is `want`, when known).
+ * Gives its device, mount point and source.
+ */
+static bool mount_of(const struct doc *d, const char *path, bool by_dev, unsigned want_maj,
+                     unsigned want_min, unsigned *maj, unsigned *min, char *mnt, size_t mn,
+                     char *src, size_t sn)
 {
     char full[4096];
     snprintf(full, sizeof(full), "%s/proc/self/mountinfo",
@@ -343,24 +398,66 @@ static bool device_of(const struct doc *d, const char *path, unsigned *maj, unsi
     bool found = false;
     while (f && getline(&line, &cap, f) > 0) {
         unsigned a, b;
-        char point[4096];
-        if (sscanf(line, "%*s %*s %u:%u %*s %4095s", &a, &b, point) != 3)
+        char point[4096], source[4096] = "";
+        char *sep = strstr(line, " - ");
+        if (sscanf(line, "%*s %*s %u:%u %*s %4095s", &a, &b, point) != 3 || sep == NULL)
             continue;
+        sscanf(sep + 3, "%*s %4095s", source);
+        mountinfo_unescape(point);
+        mountinfo_unescape(source);
         size_t n = strlen(point);
         bool under = strcmp(point, "/") == 0 ||
                      (strncmp(path, point, n) == 0 && (path[n] == '/' || path[n] == '\0'));
-        if (under && (n >= best || !found)) {
-            best = n;
-            *maj = a;
-            *min = b;
-            snprintf(mnt, mn, "%s", point);
-            found = true;
-        }
+        if (!under || (by_dev && (a != want_maj || b != want_min)) || (found && n < best))
+            continue;
+        best = n;
+        *maj = a;
+        *min = b;
+        snprintf(mnt, mn, "%s", point);
+        snprintf(src, sn, "%s", source);
+        found = true;
     }
     free(line);
     if (f)
         fclose(f);
     return found;
+}
+
+/*
+ * The block device holding a directory. On this host: the directory's own
+ * device (st_dev, after its symlinks), and for a filesystem with an
+ * anonymous device (btrfs) the device its mount names. Under a fixture
+ * root: the mount whose point is the longest prefix.
+ */
+static bool device_of(struct doc *d, const char *path, unsigned *maj, unsigned *min, char *mnt,
+                      size_t mn)
+{
+    char src[4096];
+    if (strcmp(d->root, "/") != 0)
+        return mount_of(d, path, false, 0, 0, maj, min, mnt, mn, src, sizeof(src));
+    char *real = realpath(path, NULL);
+    struct stat st;
+    if (real == NULL || stat(real, &st) < 0) {
+        add(d, "io", "io.scheduler", SEV_INFO, fmt("%s: %s", path, strerror(errno)),
+            fmt("no disk to check: give --data-dir the service's data directory"), NULL, NULL);
+        free(real);
+        return false;
+    }
+    *maj = major(st.st_dev);
+    *min = minor(st.st_dev);
+    bool found = mount_of(d, real, true, *maj, *min, maj, min, mnt, mn, src, sizeof(src));
+    struct stat dev;
+    if (found && *maj == 0 && strncmp(src, "/dev/", 5) == 0 && stat(src, &dev) == 0 &&
+        S_ISBLK(dev.st_mode)) {
+        *maj = major(dev.st_rdev); /* btrfs: its st_dev is anonymous; its mount names the disk */
+        *min = minor(dev.st_rdev);
+    } else if (!found) {
+        *maj = major(st.st_dev);
+        *min = minor(st.st_dev);
+        snprintf(mnt, mn, "?");
+    }
+    free(real);
+    return true;
 }
 
 /*
@@ -428,7 +525,9 @@ static void check_io(struct doc *d)
     unsigned maj, min;
     char mnt[4096], disk[4096], path[512], sched[256] = "", mode[64], rot[16];
     if (!device_of(d, dir, &maj, &min, mnt, sizeof(mnt))) {
-        add(d, "io", "io.scheduler", SEV_INFO, fmt("no mount found for %s", dir), NULL, NULL, NULL);
+        if (strcmp(d->root, "/") != 0)
+            add(d, "io", "io.scheduler", SEV_INFO, fmt("no mount found for %s", dir), NULL, NULL,
+                NULL);
         return;
     }
     unsigned qmaj, qmin;
@@ -444,22 +543,30 @@ static void check_io(struct doc *d)
     snprintf(path, sizeof(path), "%s/scheduler", base);
     rd(d, path, sched, sizeof(sched));
     snprintf(path, sizeof(path), "%s/rotational", base);
-    bool rotational = rd(d, path, rot, sizeof(rot)) && strcmp(rot, "1") == 0;
+    /* virtio disks say rotational = 1 whatever backs them: a cloud disk is no spinning head */
+    bool virtio = strncmp(disk, "vd", 2) == 0 || strncmp(disk, "xvd", 3) == 0;
+    bool rotational = !virtio && rd(d, path, rot, sizeof(rot)) && strcmp(rot, "1") == 0;
     const char *s = bracketed(sched, mode, sizeof(mode));
     if (s == NULL)
         s = sched;
     bool bad = !rotational && (strcmp(s, "cfq") == 0 || strcmp(s, "bfq") == 0);
+    const char *better =
+        offered(sched, (const char *const[]){"none", "mq-deadline", "noop", "deadline", NULL});
     add(d, "io", "io.scheduler", bad ? SEV_WARN : SEV_OK,
         fmt("%s is on %s (%s, %s): scheduler %s", dir, mnt, disk,
-            rotational ? "rotational" : "SSD or virtual disk", s),
+            virtio       ? "a virtual disk"
+            : rotational ? "rotational"
+                         : "SSD",
+            s),
         bad ? fmt("%s reorders requests for a spinning head: on an SSD or a cloud disk it only "
                   "adds latency and caps IOPS",
                   s)
             : NULL,
-        bad ? fmt("echo none > /sys/block/%s/queue/scheduler (or mq-deadline)", disk) : NULL,
-        bad ? fmt("ACTION==\"add|change\", KERNEL==\"%s\", ATTR{queue/scheduler}=\"none\" in "
+        bad ? fmt("echo %s > %s/scheduler", better ?: "none", base) : NULL,
+        bad ? fmt("ACTION==\"add|change\", SUBSYSTEM==\"block\", KERNEL==\"%s\", "
+                  "ATTR{queue/rotational}==\"%s\", ATTR{queue/scheduler}=\"%s\" in "
                   "/etc/udev/rules.d/60-scheduler.rules",
-                  disk)
+                  disk, virtio ? "1" : "0", better ?: "none")
             : NULL);
 }
 
@@ -468,9 +575,9 @@ static void check_io(struct doc *d)
 static void check_files(struct doc *d)
 {
     long long somax;
-    bool listens = is_profile(d, "nginx") || is_profile(d, "redis");
+    bool listens = fears(d, "connection");
     if (rd_long(d, "/proc/sys/net/core/somaxconn", &somax)) {
-        long long backlog = 511; /* nginx's listen and redis's tcp-backlog default */
+        long long backlog = 511; /* nginx's listen, redis's tcp-backlog: the usual server's */
         bool bad = listens && somax < backlog;
         char asks[128] = "";
         if (listens)
@@ -515,9 +622,45 @@ static void check_files(struct doc *d)
 
 /* ---- container: the cgroup's limits, and capabilities ---------------------- */
 
+/*
+ * The directory (under the root) of cgroup `path` in the hierarchy of a v1
+ * controller (`option`) or cgroup2 (NULL), through mountinfo: a container's
+ * mount may show a subtree (root /docker/ID) at /sys/fs/cgroup/memory.
+ * Falls back on the usual mount point.
+ */
+static void cg_dir(const struct doc *d, const char *option, const char *fallback, const char *path,
+                   char *out, size_t n)
+{
+    char full[4096], *line = NULL;
+    size_t cap = 0;
+    snprintf(full, sizeof(full), "%s/proc/self/mountinfo",
+             strcmp(d->root, "/") == 0 ? "" : d->root);
+    snprintf(out, n, "%s%s", fallback, strcmp(path, "/") == 0 ? "" : path);
+    FILE *f = fopen(full, "re");
+    while (f && getline(&line, &cap, f) > 0) {
+        char r[4096], pt[4096], fstype[64], super[512] = "", *sep = strstr(line, " - ");
+        if (sep == NULL || sscanf(line, "%*s %*s %*s %4095s %4095s", r, pt) != 2 ||
+            sscanf(sep + 3, "%63s %*s %511s", fstype, super) < 1)
+            continue;
+        if (option ? strcmp(fstype, "cgroup") != 0 || !strstr(super, option)
+                   : strcmp(fstype, "cgroup2") != 0)
+            continue;
+        mountinfo_unescape(r);
+        mountinfo_unescape(pt);
+        size_t rl = strlen(r);
+        if (strcmp(r, "/") == 0)
+            snprintf(out, n, "%.1000s%.1000s", pt, strcmp(path, "/") == 0 ? "" : path);
+        else if (strncmp(path, r, rl) == 0 && (path[rl] == '/' || path[rl] == '\0'))
+            snprintf(out, n, "%.1000s%.1000s", pt, path + rl);
+    }
+    free(line);
+    if (f)
+        fclose(f);
+}
+
 static void check_container(struct doc *d)
 {
-    char text[8192], path[512], v[256], v2[256];
+    char text[8192], path[4096], v[256], v2[256];
     bool unified = false;
     char *cg_v2 = NULL, *cg_mem = NULL, *cg_cpu = NULL, *cg_cpuset = NULL;
     char full[4096];
@@ -543,7 +686,10 @@ static void check_container(struct doc *d)
     snprintf(path, sizeof(path), "/sys/fs/cgroup/cgroup.controllers");
     unified = rd(d, path, v, sizeof(v)) && cg_mem == NULL;
     if (unified && cg_v2) {
-        const char *p = strcmp(cg_v2, "/") == 0 ? "" : cg_v2;
+        char p[2048];
+        cg_dir(d, NULL, "", cg_v2, p, sizeof(p));
+        if (strncmp(p, "/sys/fs/cgroup", 14) == 0)
+            memmove(p, p + 14, strlen(p + 14) + 1); /* the paths below add it back */
         char high[64] = "(none)";
         snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.high", p);
         rd(d, path, high, sizeof(high));
@@ -567,9 +713,10 @@ static void check_container(struct doc *d)
             add(d, "container", "cgroup.cpuset", SEV_INFO, fmt("cpuset.cpus.effective %s", v), NULL,
                 NULL, NULL);
     } else if (cg_mem) {
-        const char *p = strcmp(cg_mem, "/") == 0 ? "" : cg_mem;
+        char p[2048], cp[2048], cs[2048];
         long long lim;
-        snprintf(path, sizeof(path), "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", p);
+        cg_dir(d, "memory", "/sys/fs/cgroup/memory", cg_mem, p, sizeof(p));
+        snprintf(path, sizeof(path), "%s/memory.limit_in_bytes", p);
         bool mem = rd_long(d, path, &lim) && lim < (1LL << 60);
         char limit[32] = "(none)";
         if (mem)
@@ -577,22 +724,18 @@ static void check_container(struct doc *d)
         add(d, "container", "cgroup.memory", SEV_INFO,
             fmt("cgroup v1 %s: memory.limit_in_bytes %s", cg_mem, limit), NULL, NULL, NULL);
         long long quota, period;
-        const char *cp = cg_cpu && strcmp(cg_cpu, "/") != 0 ? cg_cpu : "";
-        snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu,cpuacct%s/cpu.cfs_quota_us", cp);
+        cg_dir(d, "cpu,", "/sys/fs/cgroup/cpu,cpuacct", cg_cpu ? cg_cpu : "/", cp, sizeof(cp));
+        snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", cp);
         bool q = rd_long(d, path, &quota);
-        if (!q) {
-            snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu%s/cpu.cfs_quota_us", cp);
-            q = rd_long(d, path, &quota);
-        }
-        snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu%s/cpu.cfs_period_us", cp);
+        snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", cp);
         if (!rd_long(d, path, &period))
             period = 100000;
         char quota_s[64] = "(none)";
         if (q && quota > 0)
             snprintf(quota_s, sizeof(quota_s), "%lld/%lld us", quota, period);
         add(d, "container", "cgroup.cpu", SEV_INFO, fmt("cpu quota %s", quota_s), NULL, NULL, NULL);
-        const char *cs = cg_cpuset && strcmp(cg_cpuset, "/") != 0 ? cg_cpuset : "";
-        snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuset%s/cpuset.cpus", cs);
+        cg_dir(d, "cpuset", "/sys/fs/cgroup/cpuset", cg_cpuset ? cg_cpuset : "/", cs, sizeof(cs));
+        snprintf(path, sizeof(path), "%s/cpuset.cpus", cs);
         if (rd(d, path, v, sizeof(v)))
             add(d, "container", "cgroup.cpuset", SEV_INFO, fmt("cpuset.cpus %s", v), NULL, NULL,
                 NULL);
@@ -605,44 +748,70 @@ static void check_container(struct doc *d)
     free(cg_cpu);
     free(cg_cpuset);
 
-    /* capabilities, from the status of this process (a fixture's, under a root) */
+    /* capabilities: this process's (libcap), or a fixture's CapEff under a root */
     unsigned long long eff = 0;
     bool known = false;
-    snprintf(full, sizeof(full), "%s/proc/self/status", strcmp(d->root, "/") == 0 ? "" : d->root);
-    f = fopen(full, "re");
-    while (f && fgets(text, sizeof(text), f))
-        if (sscanf(text, "CapEff: %llx", &eff) == 1)
-            known = true;
-    if (f)
-        fclose(f);
+    if (strcmp(d->root, "/") == 0) {
+        cap_t caps = cap_get_proc();
+        for (cap_value_t c = 0; caps && c < 64 && CAP_IS_SUPPORTED(c); c++) {
+            cap_flag_value_t on = CAP_CLEAR;
+            if (cap_get_flag(caps, c, CAP_EFFECTIVE, &on) == 0 && on == CAP_SET)
+                eff |= 1ULL << c;
+        }
+        known = caps != NULL;
+        cap_free(caps);
+    } else {
+        snprintf(full, sizeof(full), "%s/proc/self/status", d->root);
+        f = fopen(full, "re");
+        while (f && fgets(text, sizeof(text), f))
+            if (sscanf(text, "CapEff: %llx", &eff) == 1)
+                known = true;
+        if (f)
+            fclose(f);
+    }
     if (!known)
         return;
+    /* raising nofile needs CAP_SYS_RESOURCE only above the hard limit it inherits */
+    long long hard = -1;
+    snprintf(full, sizeof(full), "%s/proc/self/limits", strcmp(d->root, "/") == 0 ? "" : d->root);
+    f = fopen(full, "re");
+    while (f && fgets(text, sizeof(text), f))
+        if (strncmp(text, "Max open files", 14) == 0) {
+            char soft[32], h[32];
+            if (sscanf(text + 14, "%31s %31s", soft, h) == 2)
+                hard = strcmp(h, "unlimited") == 0 ? LLONG_MAX : strtoll(h, NULL, 10);
+        }
+    if (f)
+        fclose(f);
+    const struct profile_limit *nofile = d->p ? &d->p->limits[RLIMIT_NOFILE] : NULL;
+    bool raise = nofile && nofile->set && (hard < 0 || (long long)nofile->hard > hard);
     struct {
+        const char *id;
         cap_value_t cap;
         bool needed;
-        const char *what;
+        const char *what, *fix, *persist;
     } caps[] = {
-        {CAP_SYS_RESOURCE, d->p && d->p->limits[RLIMIT_NOFILE].set,
-         "raise a hard rlimit (nofile) and lower oom_score_adj"},
-        {CAP_SYS_NICE, d->p != NULL, "move the threads of other services (a yielding pool)"},
-        {CAP_SETUID, false, "change to the service's user"},
+        {"cap.sys_resource", CAP_SYS_RESOURCE, raise,
+         "raise the hard nofile limit above what it inherits, and lower oom_score_adj",
+         "raise the limit where tunerun starts instead: LimitNOFILE= in the unit, docker run "
+         "--ulimit nofile=N:N",
+         "LimitNOFILE= in the unit (tunerun systemd prints it)"},
+        {"cap.sys_nice", CAP_SYS_NICE, d->p != NULL,
+         "move the threads of a shared pool that yields CPUs to this service",
+         "docker run --cap-add SYS_NICE",
+         "AmbientCapabilities=CAP_SYS_NICE in the unit, when it "
+         "runs as another user"},
     };
     for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
         char *name = cap_to_name(caps[i].cap);
         bool has = eff >> caps[i].cap & 1;
-        add(d, "container",
-            caps[i].cap == CAP_SYS_RESOURCE ? "cap.sys_resource"
-            : caps[i].cap == CAP_SYS_NICE   ? "cap.sys_nice"
-                                            : "cap.setuid",
-            has ? SEV_OK : (caps[i].needed ? SEV_WARN : SEV_INFO),
-            fmt("%s %s", name ? name : "?", has ? "held" : "missing"),
+        char now[64] = "";
+        if (caps[i].cap == CAP_SYS_RESOURCE && hard >= 0 && hard != LLONG_MAX)
+            snprintf(now, sizeof(now), " (nofile hard limit now %lld)", hard);
+        add(d, "container", caps[i].id, has ? SEV_OK : (caps[i].needed ? SEV_WARN : SEV_INFO),
+            fmt("%s %s%s", name ? name : "?", has ? "held" : "missing", now),
             has ? NULL : fmt("tunerun needs it to %s", caps[i].what),
-            has ? NULL
-                : fmt("raise the limit where tunerun starts instead (LimitNOFILE= in the unit, "
-                      "docker run --ulimit)"),
-            has ? NULL
-                : fmt("docker run --cap-add %s, or run from a systemd unit as root",
-                      name ? name + 4 : "?"));
+            has ? NULL : fmt("%s", caps[i].fix), has ? NULL : fmt("%s", caps[i].persist));
         cap_free(name);
     }
 }

@@ -273,6 +273,8 @@ static int parse_args(int argc, char **argv, struct options *o)
                                "--root and --json");
         if (npos == 1 && o->profile_file)
             return usage_error("give either PROFILE or --profile-file, not both ('%s')", rest[0]);
+        if (npos == 0 && !o->profile_file && o->nsets)
+            return usage_error("%s", "--set needs a PROFILE to set it in");
         o->profile_name = npos == 1 ? rest[0] : NULL;
         return -1;
     }

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,9 +114,15 @@ int read_fd_text(int fd, size_t max, char **text, size_t *len)
 
 bool read_line_file(const char *path, char *buf, size_t n)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK and a regular file only: a FIFO in a fixture tree must not hang a read */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
     if (fd < 0)
         return false;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return false;
+    }
     ssize_t r;
     do
         r = read(fd, buf, n - 1);
@@ -126,4 +133,19 @@ bool read_line_file(const char *path, char *buf, size_t n)
     buf[r] = '\0';
     buf[strcspn(buf, "\n")] = '\0';
     return true;
+}
+
+void mountinfo_unescape(char *s)
+{
+    char *w = s;
+    for (char *r = s; *r; r++) {
+        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+            r[3] >= '0' && r[3] <= '7') {
+            *w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+            r += 3;
+        } else {
+            *w++ = *r;
+        }
+    }
+    *w = '\0';
 }

@@ -31,6 +31,9 @@ void rlim_str(char *buf, size_t n, rlim_t v);
  */
 int read_fd_text(int fd, size_t max, char **text, size_t *len);
 
+/* mountinfo's escapes (space, tab, newline, backslash as \\ooo) decoded in place. */
+void mountinfo_unescape(char *s);
+
 /* The first line of a small file (a sysfs or procfs value), without "\n". */
 bool read_line_file(const char *path, char *buf, size_t n);
 
