@@ -64,7 +64,6 @@ static bool has_word(const char *list, const char *word, char sep)
     return false;
 }
 
-
 /*
  * The mount of a hierarchy: cgroup2 (option NULL), or the v1 one with
  * `option` among its super options ("memory", "name=systemd"). Returns its

@@ -191,12 +191,19 @@ static void check_numa(struct doc *d)
 {
     char path[256], buf[4096];
     int nodes = 0;
+    unsigned far = 0; /* the largest distance, against the local 10 */
     char *dist = xstrdup("");
     for (int node = 0; node < 1024; node++) {
         snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/distance", node);
         if (!rd(d, path, buf, sizeof(buf)))
             continue;
         nodes++;
+        for (char *t = buf, *end; *t; t = end) {
+            unsigned long v = strtoul(t, &end, 10);
+            if (end == t)
+                break;
+            far = v > far ? (unsigned)v : far;
+        }
         char *x = fmt("%s%snode %d: %s", dist, *dist ? "; " : "", node, buf);
         free(dist);
         dist = x;
@@ -209,7 +216,9 @@ static void check_numa(struct doc *d)
     }
     add(d, "numa", "numa.nodes", SEV_OK,
         fmt("%d node%s (distances %s)", nodes, nodes == 1 ? "" : "s", dist),
-        nodes > 1 ? fmt("memory on another node costs about 1.7x (80 ns local, 140 ns remote)")
+        nodes > 1 ? fmt("the firmware rates the farthest memory %.1fx the local (distance %u "
+                        "against 10): that is the price of remote memory",
+                        far / 10.0, far)
                   : NULL,
         NULL, NULL);
     free(dist);
@@ -268,8 +277,9 @@ static void check_memory(struct doc *d)
         enum severity sev = !always ? SEV_OK : !exposed ? SEV_INFO : d->p ? SEV_WARN : SEV_INFO;
         add(d, "memory", "thp.enabled", sev, fmt("transparent_hugepage/enabled = %s", thp),
             always && exposed
-                ? fmt("always: every large allocation may stall to assemble a 2 MiB page (InnoDB's "
-                      "buffer pool), and a fork copies 2 MiB per touched page (redis)")
+                ? fmt("always: every large allocation of %s may stall to assemble a 2 MiB page, "
+                      "and a fork copies 2 MiB per touched page",
+                      who(d))
             : always
                 ? fmt("tunerun sets %s's THP mode per process, whatever the global one", who(d))
                 : NULL,
@@ -378,7 +388,6 @@ static void check_memory(struct doc *d)
 }
 
 /* ---- io ------------------------------------------------------------------- */
-
 
 /*
  * The mount holding path, from mountinfo: the longest mount point that is a
@@ -700,13 +709,14 @@ static void check_container(struct doc *d)
         add(d, "container", "cgroup.memory", SEV_INFO,
             fmt("cgroup v2 %s: memory.max %s, memory.high %s", cg_v2, mem ? v : "(none)", high),
             mem && strcmp(v, "max") != 0
-                ? fmt("%s's heap and caches must fit it: tunerun caps java's MaxRAM to it", who(d))
+                ? fmt("%s's memory must fit it (for java, tunerun caps MaxRAM to it)", who(d))
                 : NULL,
             NULL, NULL);
         add(d, "container", "cgroup.cpu", SEV_INFO, fmt("cpu.max %s", cpu ? v2 : "(none)"),
-            cpu && strncmp(v2, "max", 3) != 0 ? fmt("a CPU quota throttles in 100 ms periods: size "
-                                                    "thread pools to it, not to the host's CPUs")
-                                              : NULL,
+            cpu && strncmp(v2, "max", 3) != 0
+                ? fmt("a CPU quota throttles once it is spent in each period: size thread pools "
+                      "to it, not to the host's CPUs")
+                : NULL,
             NULL, NULL);
         snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpuset.cpus.effective", p);
         if (rd(d, path, v, sizeof(v)))
