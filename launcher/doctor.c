@@ -37,6 +37,8 @@ struct doc {
     const char *data_dir;
     struct finding *v;
     size_t n;
+    char disk[64]; /* the data directory's disk, once check_io() found it */
+    bool spinning; /* ... and whether it is a spinning one */
 };
 
 /* The seed's order: CPU first, then NUMA, memory, IO, connections, the container. */
@@ -374,11 +376,18 @@ static void check_memory(struct doc *d)
         if (rd_long(d, "/proc/sys/vm/dirty_bytes", &bytes) && bytes > 0)
             dirty_mb = bytes >> 20; /* set in bytes, the ratios read 0 */
         bool bad = bytes > 0 ? bytes > (1LL << 30) : (ratio > 10 || bg > 5);
-        add(d, "memory", "vm.dirty", bad ? (fears(d, "IO") ? SEV_WARN : SEV_INFO) : SEV_OK,
+        /* a spinning disk absorbs big flushes better than it does many small ones */
+        enum severity sev = !bad ? SEV_OK : fears(d, "IO") && !d->spinning ? SEV_WARN : SEV_INFO;
+        char on[96] = "";
+        if (d->disk[0])
+            snprintf(on, sizeof(on), " onto %s (%s)", d->disk,
+                     d->spinning ? "spinning" : "SSD or virtual");
+        add(d, "memory", "vm.dirty", sev,
             fmt("vm.dirty_ratio = %lld, vm.dirty_background_ratio = %lld (up to %lld MiB dirty)",
                 ratio, bg, dirty_mb),
-            bad ? fmt("dirty pages pile up before writeback starts, then flush in a storm that "
-                      "stalls writers; a low-latency disk wants small, steady flushes")
+            bad ? fmt("dirty pages pile up before writeback starts, then flush%s in a storm that "
+                      "stalls writers; a low-latency disk wants small, steady flushes",
+                      on)
                 : NULL,
             bad ? fmt("sysctl -w vm.dirty_ratio=10 vm.dirty_background_ratio=5") : NULL,
             bad ? fmt("vm.dirty_ratio = 10 and vm.dirty_background_ratio = 5 in "
@@ -561,6 +570,8 @@ static void check_io(struct doc *d)
     bool bad = !rotational && (strcmp(s, "cfq") == 0 || strcmp(s, "bfq") == 0);
     const char *better =
         offered(sched, (const char *const[]){"none", "mq-deadline", "noop", "deadline", NULL});
+    snprintf(d->disk, sizeof(d->disk), "%.63s", disk);
+    d->spinning = rotational;
     add(d, "io", "io.scheduler", bad ? SEV_WARN : SEV_OK,
         fmt("%s is on %s (%s, %s): scheduler %s", dir, mnt, disk,
             virtio       ? "a virtual disk"
@@ -876,11 +887,11 @@ static void print_json(FILE *out, const struct doc *d, enum severity worst)
 int doctor_run(FILE *out, const char *root, const struct profile *p, const char *data_dir,
                bool json)
 {
-    struct doc d = {root ? root : "/", p, data_dir, NULL, 0};
+    struct doc d = {.root = root ? root : "/", .p = p, .data_dir = data_dir};
     check_cpu(&d);
     check_numa(&d);
+    check_io(&d); /* before memory: the dirty pages are judged against this disk */
     check_memory(&d);
-    check_io(&d);
     check_files(&d);
     check_container(&d);
     enum severity worst = SEV_OK;
