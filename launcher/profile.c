@@ -190,6 +190,42 @@ static int on_entry(void *user, const char *section, const char *key, const char
     return 1;
 }
 
+/*
+ * As root, a profile decides what root's service runs with: like sudo with
+ * sudoers and ssh with authorized_keys, refuse one another user could have
+ * written, because it or its directory is theirs or writable by them.
+ * Checked on the open file, and on the directory it was found in.
+ */
+static bool trusted_as_root(const char *path, const struct stat *st, struct err *e)
+{
+    const char *fix = "chown root: and chmod go-w it, or use a root-owned copy";
+    if (st->st_uid != 0) {
+        err_set(e, "%s: owned by uid %u, not root; refusing it as root (%s)", path,
+                (unsigned)st->st_uid, fix);
+        return false;
+    }
+    if (st->st_mode & 022) {
+        err_set(e, "%s: writable by %s; refusing it as root (%s)", path,
+                st->st_mode & 002 ? "others" : "its group", fix);
+        return false;
+    }
+    char *copy = xstrdup(path), *slash = strrchr(copy, '/');
+    const char *dir = slash == NULL ? "." : slash == copy ? "/" : (*slash = '\0', copy);
+    struct stat ds;
+    bool ok = stat(dir, &ds) == 0;
+    if (!ok)
+        err_set(e, "%s: cannot check its directory %s: %s", path, dir, strerror(errno));
+    else if (ds.st_uid != 0 || (ds.st_mode & 022)) {
+        err_set(e,
+                "%s: its directory %s is %s; refusing it as root (anyone who may write there "
+                "may replace the profile: keep profiles in a root-owned directory)",
+                path, dir, ds.st_uid != 0 ? "not root's" : "writable by group or others");
+        ok = false;
+    }
+    free(copy);
+    return ok;
+}
+
 static bool read_text(const char *path, char **text, struct err *e)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -200,6 +236,10 @@ static bool read_text(const char *path, char **text, struct err *e)
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
         err_set(e, "%s: not a regular file", path);
+        close(fd);
+        return false;
+    }
+    if (geteuid() == 0 && !trusted_as_root(path, &st, e)) {
         close(fd);
         return false;
     }
