@@ -387,6 +387,7 @@ static bool load_profile(const struct options *o, const struct profile_paths *pa
     free(path);
     for (size_t i = 0; ok && i < o->nsets; i++)
         ok = profile_set(p, o->sets[i], e);
+    ok = ok && profile_check(p, e);
     if (!ok)
         profile_free(p);
     return ok;

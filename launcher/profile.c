@@ -111,12 +111,14 @@ static const char *intern_file(struct profile *p, const char *path)
 
 /* ---- reading one file with inih ---------------------------------------- */
 
-static const char *const sections[] = {"profile", "placement", "memory", "limits",
-                                       "env",     "java",      NULL};
+static const char *const sections[] = {"profile", "placement", "memory",   "limits",
+                                       "env",     "java",      "security", NULL};
 
 static void unknown_section(struct err *e, const char *file, int line, const char *name)
 {
-    err_set(e, "%s:%d: unknown section [%s] (known: profile, placement, memory, limits, env, java)",
+    err_set(e,
+            "%s:%d: unknown section [%s] (known: profile, placement, memory, limits, env, java, "
+            "security)",
             file, line, name);
 }
 
@@ -748,6 +750,8 @@ static bool set_java_max_ram(struct profile *p, const char *v, struct origin at,
     return set_java(&p->java.max_ram, NULL, &p->java.max_ram_value, v, why);
 }
 
+static bool set_loader_env(struct profile *p, const char *v, struct origin at, const char **why);
+
 static const struct key_def {
     const char *section;
     const char *key;
@@ -772,6 +776,7 @@ static const struct key_def {
     {"java", "active_processor_count", set_java_apc},
     {"java", "use_numa", set_java_numa},
     {"java", "max_ram", set_java_max_ram},
+    {"security", "loader_env", set_loader_env},
 };
 
 static bool valid_env_name(const char *s)
@@ -817,11 +822,6 @@ static bool set_env(struct profile *p, const char *name, const char *v, struct o
         *why = "not a valid environment variable name";
         return false;
     }
-    /* Loader variables turn any service into a code-injection target. */
-    if (strncmp(name, "LD_", 3) == 0) {
-        *why = "loader variables (LD_*) are refused in profiles";
-        return false;
-    }
     if (strncmp(name, "HWLOC_", 6) == 0) {
         *why = "HWLOC_* belong to tunerun's own topology discovery";
         return false;
@@ -841,6 +841,78 @@ static bool set_env(struct profile *p, const char *name, const char *v, struct o
     p->env = xrealloc(p->env, (p->nenv + 1) * sizeof(*p->env));
     p->env[p->nenv++] = (struct profile_env){xstrdup(name), xstrdup(v), at};
     return true;
+}
+
+/*
+ * Variables that make the dynamic loader or glibc load code or data from
+ * where they say: the dynamic loader's LD_*, and what glibc drops for
+ * setuid programs (unsecvars.h). A profile sets them only when
+ * [security] loader_env names them, one by one.
+ */
+static bool loader_variable(const char *name)
+{
+    static const char *const glibc[] = {
+        "GCONV_PATH",  "GETCONF_DIR",      "GLIBC_TUNABLES", "HOSTALIASES",
+        "LOCALDOMAIN", "LOCPATH",          "MALLOC_TRACE",   "NIS_PATH",
+        "NLSPATH",     "RESOLV_HOST_CONF", "RES_OPTIONS",    "TZDIR",
+        NULL};
+    if (strncmp(name, "LD_", 3) == 0)
+        return true;
+    for (size_t i = 0; glibc[i]; i++)
+        if (strcmp(name, glibc[i]) == 0)
+            return true;
+    return false;
+}
+
+static bool check_loader_env(const struct profile *p, struct err *e)
+{
+    for (size_t i = 0; i < p->nenv; i++) {
+        const struct profile_env *v = &p->env[i];
+        if (!loader_variable(v->name))
+            continue;
+        bool allowed = false;
+        for (size_t k = 0; k < p->security.nloader_env && !allowed; k++)
+            allowed = strcmp(p->security.loader_env[k], v->name) == 0;
+        if (allowed)
+            continue;
+        char loc[256];
+        if (v->at.line > 0)
+            snprintf(loc, sizeof(loc), "%s:%d: env.%s", v->at.file, v->at.line, v->name);
+        else
+            snprintf(loc, sizeof(loc), "--set env.%s", v->name);
+        err_set(e,
+                "%s: a loader variable, which makes every program of the service load what it "
+                "names; set it only by naming it in [security] loader_env = %s",
+                loc, v->name);
+        return false;
+    }
+    return true;
+}
+
+static bool set_loader_env(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    (void)at;
+    for (size_t i = 0; i < p->security.nloader_env; i++)
+        free(p->security.loader_env[i]);
+    p->security.nloader_env = 0;
+    char *list = xstrdup(v), *save = NULL;
+    bool ok = true;
+    for (char *t = strtok_r(list, ",", &save); t && ok; t = strtok_r(NULL, ",", &save)) {
+        t = str_trim(t);
+        if (*t == '\0')
+            continue;
+        if (!valid_env_name(t) || !loader_variable(t)) {
+            *why =
+                why_buf("'%s' is not a loader variable (LD_*, GCONV_PATH, GLIBC_TUNABLES, ...)", t);
+            ok = false;
+            break;
+        }
+        p->security.loader_env =
+            xrealloc(p->security.loader_env, (p->security.nloader_env + 1) * sizeof(char *));
+        p->security.loader_env[p->security.nloader_env++] = xstrdup(t);
+    }
+    free(list);
+    return ok;
 }
 
 static bool set_limit(struct profile *p, const char *name, const char *v, struct origin at,
@@ -947,6 +1019,7 @@ static bool load_common(struct profile *p, const char *path, const char *text,
     for (size_t i = 0; ok && i < all.n; i++)
         ok = apply_entry(p, &all.v[i], e);
     entries_free(&all);
+    ok = ok && check_loader_env(p, e);
     if (!ok) {
         profile_free(p);
         return false;
@@ -976,6 +1049,11 @@ bool profile_load_string(struct profile *p, const char *path, const char *text,
                          const struct profile_paths *paths, struct err *e)
 {
     return load_common(p, path, text, paths, e);
+}
+
+bool profile_check(const struct profile *p, struct err *e)
+{
+    return check_loader_env(p, e);
 }
 
 bool profile_set(struct profile *p, const char *assignment, struct err *e)
@@ -1028,6 +1106,9 @@ void profile_free(struct profile *p)
         free(p->env[i].name);
         free(p->env[i].value);
     }
+    for (size_t i = 0; i < p->security.nloader_env; i++)
+        free(p->security.loader_env[i]);
+    free(p->security.loader_env);
     free(p->env);
     for (size_t i = 0; i < p->nfiles; i++)
         free(p->files[i]);

@@ -81,6 +81,11 @@ struct profile {
     size_t nenv;
 
     struct {
+        char **loader_env; /* loader variables [env] may set, named one by one */
+        size_t nloader_env;
+    } security;
+
+    struct {
         enum java_mode active_processor_count;
         unsigned active_processor_count_value;
         enum java_mode use_numa; /* JAVA_AUTO: only when more than one node is bound */
@@ -113,6 +118,9 @@ bool profile_load(struct profile *p, const char *path, const struct profile_path
 /* Same, from memory: `text` stands for a file called `path` (tests, fuzzing). */
 bool profile_load_string(struct profile *p, const char *path, const char *text,
                          const struct profile_paths *paths, struct err *e);
+
+/* What holds only of the whole profile, checked again after the last --set. */
+bool profile_check(const struct profile *p, struct err *e);
 
 /* Apply one "SECTION.KEY=VALUE" override, as --set does. */
 bool profile_set(struct profile *p, const char *assignment, struct err *e);

@@ -154,7 +154,12 @@ static void test_errors_name_file_and_line(void **state)
     assert_non_null(strstr(m, "bad.ini:2: syntax error"));
 
     m = load_error("[env]\nLD_PRELOAD = /tmp/evil.so\n");
-    assert_non_null(strstr(m, "bad.ini:2: env.LD_PRELOAD: loader variables"));
+    assert_non_null(strstr(m, "bad.ini:2: env.LD_PRELOAD: a loader variable"));
+    assert_non_null(strstr(m, "[security] loader_env = LD_PRELOAD"));
+    m = load_error("[env]\nGCONV_PATH = /tmp/x\n");
+    assert_non_null(strstr(m, "bad.ini:2: env.GCONV_PATH: a loader variable"));
+    m = load_error("[security]\nloader_env = PATH\n");
+    assert_non_null(strstr(m, "'PATH' is not a loader variable"));
 
     m = load_error("[env]\nHWLOC_XMLFILE = /x\n");
     assert_non_null(strstr(m, "bad.ini:2:"));
