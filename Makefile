@@ -2,8 +2,9 @@
 #
 #   make            build ./tunerun (profiles/ next to it are found without installing)
 #   make demo       launch a probe under the mysql profile and show what was applied
-#   make test       unit tests (cmocka), host integration tests, NUMA VM tests
+#   make test       unit tests (cmocka), host integration tests, NUMA VM tests, sanitizers
 #   make test-vm    boot real multi-node kernels under qemu and check placement
+#   make sanitize   unit and host suites on an ASan+UBSan build (make test runs it too)
 #   make bench      launch overhead against numactl, taskset and hwloc-bind
 #   make install    PREFIX=/usr/local DESTDIR=...
 
@@ -29,7 +30,7 @@ HDRS     = $(filter-out launcher/config.h,$(wildcard launcher/*.h))
 
 UNIT_TESTS = tests/test_parse tests/test_profile tests/test_topo tests/test_plan
 
-.PHONY: all deps test-deps demo test unit host-test test-vm bench install uninstall clean format FORCE
+.PHONY: all deps test-deps demo test unit host-test test-vm sanitize bench install uninstall clean format FORCE
 
 all: tunerun
 
@@ -73,6 +74,22 @@ demo: deps
 test: test-deps
 	@$(MAKE) --no-print-directory all tests/probe tests/claimer $(UNIT_TESTS)
 	@tests/run-all $(UNIT_TESTS)
+	@$(MAKE) --no-print-directory sanitize
+
+# The unit and host suites again, on an ASan+UBSan build in build/asan (a
+# copy of the sources, so the normal build stays as it is). Any report
+# aborts the binary, which fails the suite.
+SANITIZE = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+sanitize: test-deps
+	@rm -rf build/asan && mkdir -p build/asan
+	@cp -r launcher profiles tests Makefile build/asan/
+	@rm -f build/asan/launcher/*.o build/asan/launcher/config.h
+	@$(MAKE) --no-print-directory -s -C build/asan CFLAGS="$(SANITIZE)" \
+		LDFLAGS="-fsanitize=address,undefined" all tests/probe tests/claimer $(UNIT_TESTS)
+	@echo "# the same suites on an ASan+UBSan build:"
+	@cd build/asan && TUNERUN_SANITIZED=1 TUNERUN_TOPOLOGIES="$(CURDIR)/../shared/topologies" \
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 tests/run-all $(UNIT_TESTS)
 
 unit: all $(UNIT_TESTS)
 	@for t in $(UNIT_TESTS); do $$t || exit 1; done

@@ -57,6 +57,10 @@ int main(int argc, char **argv)
     }
     if (pl.degraded) {
         registry_close(&reg);
+        plan_free(&pl);
+        topo_free(&t);
+        profile_free(&p);
+        state_dir_close(&sd);
         printf("degraded\n");
         return 125;
     }
