@@ -590,22 +590,6 @@ static int shrink_process(long pid, hwloc_const_bitmap_t taken, hwloc_const_bitm
     return failed;
 }
 
-/* The processes holding claim k (through its file, or its pid), never this launch. */
-static void holders_of(const struct registry *reg, const struct claim *k, struct pid_list *out)
-{
-    struct stat st;
-    memset(out, 0, sizeof(*out));
-    if (fstatat(reg->sd->fd, k->file, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        struct file_id id = {st.st_dev, st.st_ino};
-        procs_holding(&id, 1, out);
-    }
-    if (registry_pid_alive(reg, k))
-        pid_list_add(out, k->pid);
-    for (size_t h = 0; h < out->n; h++)
-        if (out->v[h] == (long)getpid()) /* placed already */
-            out->v[h--] = out->v[--out->n];
-}
-
 #define SHRINK_PASSES 5
 
 /*
@@ -629,7 +613,7 @@ static int shrink_services(const struct plan *pl, struct registry *reg, struct m
         for (int pass = 0; pass < SHRINK_PASSES && f == 0; pass++) {
             struct pid_list holders;
             size_t was = moved;
-            holders_of(reg, k, &holders);
+            registry_holders(reg, k, 1, &holders);
             seen = holders.n > seen ? holders.n : seen;
             for (size_t h = 0; h < holders.n; h++)
                 f += shrink_process(holders.v[h], s->gives, s->cpus, k->profile, m, &moved);

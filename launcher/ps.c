@@ -100,24 +100,13 @@ static void look_at(struct ps_proc *pr, const struct claim *c)
 static void gather(struct registry *r, struct ps_claim *out)
 {
     size_t n = r->nclaims;
-    struct file_id *ids = xcalloc(n ? n : 1, sizeof(*ids));
     struct pid_list *holders = xcalloc(n ? n : 1, sizeof(*holders));
-    for (size_t i = 0; i < n; i++) {
-        struct stat st;
-        if (fstatat(r->sd->fd, r->claims[i].file, &st, AT_SYMLINK_NOFOLLOW) == 0)
-            ids[i] = (struct file_id){st.st_dev, st.st_ino};
-    }
-    procs_holding(ids, n, holders);
+    registry_holders(r, r->claims, n, holders);
     for (size_t i = 0; i < n; i++) {
         const struct claim *c = &r->claims[i];
         struct ps_claim *pc = &out[i];
         pc->c = c;
         pc->by_lock = registry_held(r, c);
-        if (registry_pid_alive(r, c))
-            pid_list_add(&holders[i], c->pid);
-        for (size_t k = 0; k < holders[i].n; k++)
-            if (holders[i].v[k] == (long)getpid()) /* a ps run from inside a service */
-                holders[i].v[k--] = holders[i].v[--holders[i].n];
         pc->nprocs = holders[i].n;
         pc->procs = xcalloc(pc->nprocs ? pc->nprocs : 1, sizeof(*pc->procs));
         pc->inside = true;
@@ -130,7 +119,6 @@ static void gather(struct registry *r, struct ps_claim *out)
         }
         pid_list_free(&holders[i]);
     }
-    free(ids);
     free(holders);
 }
 

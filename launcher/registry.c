@@ -30,6 +30,7 @@
  */
 #include "registry.h"
 #include "parse.h"
+#include "procs.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -304,8 +305,7 @@ static void each_line(char *text, size_t *torn, void (*fn)(char *line, void *arg
     while (*p) {
         char *nl = strchr(p, '\n');
         if (nl == NULL) {
-            if (torn)
-                (*torn)++;
+            (*torn)++;
             break;
         }
         *nl = '\0';
@@ -391,6 +391,27 @@ bool registry_held(const struct registry *r, const struct claim *c)
 bool registry_pid_alive(const struct registry *r, const struct claim *c)
 {
     return pid_alive(r, c);
+}
+
+void registry_holders(const struct registry *r, const struct claim *claims, size_t n,
+                      struct pid_list *out)
+{
+    struct file_id *ids = xcalloc(n ? n : 1, sizeof(*ids));
+    for (size_t i = 0; i < n; i++) {
+        struct stat st;
+        if (fstatat(r->sd->fd, claims[i].file, &st, AT_SYMLINK_NOFOLLOW) == 0)
+            ids[i] = (struct file_id){st.st_dev, st.st_ino};
+    }
+    procs_holding(ids, n, out); /* one pass over /proc for all of them */
+    free(ids);
+    for (size_t i = 0; i < n; i++) {
+        if (pid_alive(r, &claims[i]))
+            pid_list_add(&out[i], claims[i].pid);
+        /* never this process: a launch placed already, or a ps run from inside a service */
+        for (size_t k = 0; k < out[i].n; k++)
+            if (out[i].v[k] == (long)getpid())
+                out[i].v[k--] = out[i].v[--out[i].n];
+    }
 }
 
 static void pend(struct registry *r, const char *line)
@@ -702,7 +723,6 @@ static void rebuild(struct registry *r)
         keep(r, &c); /* probed by registry_check(), like the table's */
     }
     closedir(dir);
-    r->rebuilt = true;
     r->rewrite = true;
 }
 

@@ -61,7 +61,6 @@ struct registry {
     size_t pruned; /* stale claims removed while reading */
     size_t lines;  /* in the table: rewritten whole when too many no longer count */
     char *pending; /* lines to add to the table (placements of claims pruned now) */
-    bool rebuilt;  /* the table was missing or unreadable, and rebuilt from the claim files */
     bool checked;  /* every claim has been probed (REGISTRY_READ) */
     bool rewrite;  /* the table must be written whole */
     /* this process's own witness, read once: what its claim records */
@@ -130,6 +129,15 @@ void registry_close(struct registry *r);
 bool registry_held(const struct registry *r, const struct claim *c);
 /* Whether its pid is still the process that claimed it (same pid namespace and boot). */
 bool registry_pid_alive(const struct registry *r, const struct claim *c);
+
+struct pid_list;
+/*
+ * For each of n claims, the processes holding it: those with its claim
+ * file open (one pass over /proc for all), and its pid when that is still
+ * its witness; never this process. out[] has n entries to pid_list_free().
+ */
+void registry_holders(const struct registry *r, const struct claim *claims, size_t n,
+                      struct pid_list *out);
 
 void claim_free(struct claim *c);
 
