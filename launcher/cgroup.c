@@ -375,57 +375,96 @@ static void sweep(const char *dir)
         closedir(d);
 }
 
+/*
+ * One child per profile and value, shared by every launch that asks for
+ * the same: tunerun.mysql.swappiness-1. A launch then costs one move (a
+ * mkdir and a write only the first time), the number of children stays
+ * that of the profiles in use however often services restart, and the
+ * kernel keeps no dying memory cgroup per launch. The values are in the
+ * name, so two launches sharing a child never disagree about it.
+ */
+static void child_name(char *child, size_t n, const char *dir, const char *name, bool v2,
+                       int swappiness, bool set_swap_max, uint64_t swap_max)
+{
+    if (!v2 && swappiness >= 0)
+        snprintf(child, n, "%s/tunerun.%s.swappiness-%d", dir, name, swappiness);
+    else if (v2 && set_swap_max && swap_max == UINT64_MAX)
+        snprintf(child, n, "%s/tunerun.%s.swap_max-max", dir, name);
+    else if (v2 && set_swap_max)
+        snprintf(child, n, "%s/tunerun.%s.swap_max-%llu", dir, name, (unsigned long long)swap_max);
+    else
+        snprintf(child, n, "%s/tunerun.%s", dir, name);
+}
+
+static bool created; /* this launch made `entered` (cgroup_leave removes only that) */
+
+static int enter_once(const char *dir, const char *child, bool v2, int swappiness,
+                      bool set_swap_max, uint64_t swap_max, const char **step, const char **in)
+{
+    char value[32];
+    struct stat st;
+    *step = "mkdir";
+    *in = child;
+    created = mkdir(child, 0755) == 0;
+    if (!created && errno != EEXIST)
+        return errno;
+    /* a cgroupfs has no symlinks, but an existing name is checked, not trusted */
+    if (!created && lstat(child, &st) < 0)
+        return errno;
+    if (!created && !S_ISDIR(st.st_mode))
+        return ENOTDIR;
+    if (!v2 && swappiness >= 0) {
+        /* v1: the value first (again, if the child was there), then the move */
+        snprintf(value, sizeof(value), "%d", swappiness);
+        *step = "memory.swappiness";
+        int error = write_file(child, *step, value);
+        if (error)
+            return error;
+    }
+    *step = "cgroup.procs";
+    int error = move_self(child);
+    if (error || !v2 || !set_swap_max)
+        return error;
+    /*
+     * v2: a controller reaches a child only through its parent's
+     * subtree_control, and a cgroup with processes may enable none (no
+     * internal processes): so move first, then enable, then set.
+     */
+    char ctl[1024], path[4096];
+    snprintf(path, sizeof(path), "%s/cgroup.subtree_control", dir);
+    if (!read_line_file(path, ctl, sizeof(ctl)) || !has_word(ctl, "memory", ' ')) {
+        *step = "cgroup.subtree_control";
+        *in = dir;
+        if ((error = write_file(dir, *step, "+memory")) != 0)
+            return error;
+    }
+    *in = child;
+    if (swap_max == UINT64_MAX)
+        snprintf(value, sizeof(value), "max");
+    else
+        snprintf(value, sizeof(value), "%llu", (unsigned long long)swap_max);
+    *step = "memory.swap.max";
+    return write_file(child, *step, value);
+}
+
 bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bool set_swap_max,
                   uint64_t swap_max, char *where, size_t where_n, char *err, size_t err_n,
                   int *error)
 {
-    char child[4096], value[32];
+    char child[4096];
+    const char *step, *in;
     sweep(dir);
-    snprintf(child, sizeof(child), "%s/tunerun.%s.%d", dir, name, (int)getpid());
+    child_name(child, sizeof(child), dir, name, v2, swappiness, set_swap_max, swap_max);
     snprintf(where, where_n, "%s", child);
-    if (mkdir(child, 0755) < 0) {
-        *error = errno;
-        snprintf(err, err_n, "mkdir %s: %s", child, strerror(errno));
-        return false;
-    }
-    const char *step = "", *in = child;
-    *error = 0;
-    if (!v2 && swappiness >= 0) {
-        /* v1: the value first, then the move; nothing is in the cgroup if it fails */
-        snprintf(value, sizeof(value), "%d", swappiness);
-        step = "memory.swappiness";
-        *error = write_file(child, step, value);
-    }
-    if (*error == 0) {
-        step = "cgroup.procs";
-        *error = move_self(child);
-    }
-    if (*error == 0 && v2 && set_swap_max) {
-        /*
-         * v2: a controller reaches a child only through its parent's
-         * subtree_control, and a cgroup with processes may enable none
-         * (no internal processes): so move first, then enable, then set.
-         */
-        char ctl[1024], path[4096];
-        snprintf(path, sizeof(path), "%s/cgroup.subtree_control", dir);
-        if (!read_line_file(path, ctl, sizeof(ctl)) || !has_word(ctl, "memory", ' ')) {
-            step = "cgroup.subtree_control";
-            in = dir;
-            *error = write_file(dir, "cgroup.subtree_control", "+memory");
-        }
-        if (*error == 0) {
-            in = child;
-            if (swap_max == UINT64_MAX)
-                snprintf(value, sizeof(value), "max");
-            else
-                snprintf(value, sizeof(value), "%llu", (unsigned long long)swap_max);
-            step = "memory.swap.max";
-            *error = write_file(child, step, value);
-        }
+    /* ENOENT: another launch's sweep removed the empty child between our mkdir and move */
+    for (int tries = 0; tries < 3; tries++) {
+        *error = enter_once(dir, child, v2, swappiness, set_swap_max, swap_max, &step, &in);
+        if (*error != ENOENT || strcmp(in, child) != 0)
+            break;
     }
     if (*error != 0) {
         /* back to where it was; on v2 a parent that now has +memory takes no process back */
-        bool back = move_self(dir) == 0 || !lists_self(child);
+        bool back = !lists_self(child) || move_self(dir) == 0;
         snprintf(err, err_n, "%s/%s: %s%s%s", in, step, strerror(*error),
                  *error == EBUSY ? " (other processes share this cgroup: cgroup v2 lets a cgroup "
                                    "with processes enable no controller for its children)"
@@ -433,7 +472,7 @@ bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bo
                  back ? ""
                       : "; still in the child: its parent takes no process back, and a "
                         "later launch removes it once empty");
-        if (back)
+        if (back && created)
             rmdir(child);
         return false;
     }
@@ -447,6 +486,7 @@ void cgroup_leave(void)
     if (entered[0] == '\0')
         return;
     move_self(left_from);
-    rmdir(entered);
+    if (created)
+        rmdir(entered); /* fails, as it should, while another launch's service is in it */
     entered[0] = '\0';
 }

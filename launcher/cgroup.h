@@ -56,16 +56,18 @@ static inline bool cgroup_writable(const struct cgroup *cg)
 const char *cgroup_mode_name(enum cg_mode m);
 
 /*
- * Make DIR/tunerun.NAME.PID, set its values (swappiness < 0 and
- * !set_swap_max leave those alone), and move this process in. On failure
- * nothing is left behind and `err` (with errno's value in *error) says
- * why. Removes empty tunerun.* children of DIR left by earlier services.
+ * Make (or join) DIR/tunerun.NAME.VALUE, such as tunerun.mysql.swappiness-1,
+ * set its value (swappiness < 0 and !set_swap_max leave those alone), and
+ * move this process in. On failure nothing this launch made is left behind
+ * and `err` (with errno's value in *error) says why. Removes empty
+ * tunerun.* children of DIR that are more than a minute old.
  */
 bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bool set_swap_max,
                   uint64_t swap_max, char *where, size_t where_n, char *err, size_t err_n,
                   int *error);
 
-/* Move back out and remove the cgroup cgroup_enter() made (a launch that fails after all). */
+/* Move back out, and remove the cgroup if cgroup_enter() made it (a launch that fails after all).
+ */
 void cgroup_leave(void);
 
 #endif
