@@ -454,7 +454,7 @@ static bool depends(const struct claim *k, void *arg)
 
 static bool build_plan(struct plan *pl, struct profile *p, struct topo *t,
                        const struct state_dir *sd, struct registry *reg, const char *key,
-                       const struct cgroup *cg)
+                       const struct cgroup *cg, const struct privs *pv)
 {
     struct err e;
     struct depends d = {p, key};
@@ -463,7 +463,7 @@ static bool build_plan(struct plan *pl, struct profile *p, struct topo *t,
     if (reg->pruned)
         log_info("registry: removed %zu claim%s of services that are gone", reg->pruned,
                  reg->pruned == 1 ? "" : "s");
-    struct plan_input in = {p, t, environ, sd->fd >= 0, reg->claims, reg->nclaims, NULL, cg};
+    struct plan_input in = {p, t, environ, sd->fd >= 0, reg->claims, reg->nclaims, NULL, cg, pv};
     if (sd->fd >= 0 && key)
         in.previous = registry_previous(reg, key);
     if (!plan_build(pl, &in, &e)) {
@@ -657,7 +657,7 @@ static bool command_found(const char *cmd)
 }
 
 static int run(const struct options *o, struct profile *p, struct topo *t,
-               const struct state_dir *sd, const struct cgroup *cg)
+               const struct state_dir *sd, const struct cgroup *cg, const struct privs *pv)
 {
     struct plan pl;
     struct registry reg;
@@ -673,7 +673,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         registry_disown(sd);
     if (!open_registry(sd, &reg, REGISTRY_WRITE))
         return EXIT_TUNERUN;
-    if (!build_plan(&pl, p, t, sd, &reg, key, cg)) {
+    if (!build_plan(&pl, p, t, sd, &reg, key, cg, pv)) {
         registry_close(&reg);
         return EXIT_TUNERUN;
     }
@@ -738,6 +738,23 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     free(done);
     plan_free(&pl);
     registry_release(&reg); /* the lock goes; the claim stays with its fd */
+    if (pv) {
+        char why[1024];
+        bool cannot_exec;
+        int error = privs_drop(pv, o->command[0], &cannot_exec, why, sizeof(why));
+        if (error != 0) {
+            /* never a warning: the service would run with more than its profile gives it */
+            log_error("privileges: %s; not executing %s", why, o->command[0]);
+            cgroup_leave();
+            if (claim_fd >= 0)
+                registry_drop(&reg, name, claim_fd);
+            registry_close(&reg);
+            return cannot_exec ? EXIT_CANNOT_RUN : EXIT_TUNERUN;
+        }
+        char *who = privs_describe(pv);
+        log_info("ok      privileges             %s", who);
+        free(who);
+    }
     log_info("executing %s", o->command[0]);
     fflush(NULL);
     execvp(o->command[0], o->command);
@@ -751,7 +768,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
 }
 
 static int show_plan(const struct options *o, struct profile *p, struct topo *t,
-                     const struct state_dir *sd, const struct cgroup *cg)
+                     const struct state_dir *sd, const struct cgroup *cg, const struct privs *pv)
 {
     struct plan pl;
     struct registry reg;
@@ -761,7 +778,7 @@ static int show_plan(const struct options *o, struct profile *p, struct topo *t,
     /* shared and read-only: a plan prunes nothing and writes no claim */
     if (!open_registry(sd, &reg, REGISTRY_READ))
         return EXIT_TUNERUN;
-    bool built = build_plan(&pl, p, t, sd, &reg, o->command ? key : NULL, cg);
+    bool built = build_plan(&pl, p, t, sd, &reg, o->command ? key : NULL, cg, pv);
     registry_close(&reg);
     if (!built)
         return EXIT_TUNERUN;
@@ -906,7 +923,17 @@ int main(int argc, char **argv)
         status = 0;
         goto out;
     }
+    /* users and groups are looked up before anything changes: a missing one is bad input */
+    struct privs pv = {0};
+    bool wanted = privs_wanted(&p);
+    if (wanted && !privs_resolve(&pv, &p, &e)) {
+        log_error("%s", e.msg);
+        profile_free(&p);
+        status = EXIT_TUNERUN;
+        goto out;
+    }
     if (!load_topology(&o, &t, &sd)) {
+        privs_free(&pv);
         profile_free(&p);
         status = EXIT_TUNERUN;
         goto out;
@@ -915,10 +942,11 @@ int main(int argc, char **argv)
     cgroup_detect(&cg);
     const struct cgroup *here = o.topology ? NULL : &cg; /* another machine's is unknown */
     if (o.verb == VERB_PLAN)
-        status = show_plan(&o, &p, &t, &sd, here);
+        status = show_plan(&o, &p, &t, &sd, here, wanted ? &pv : NULL);
     else
-        status = run(&o, &p, &t, &sd, here);
+        status = run(&o, &p, &t, &sd, here, wanted ? &pv : NULL);
     cgroup_free(&cg);
+    privs_free(&pv);
     topo_free(&t);
     profile_free(&p);
 out:

@@ -1226,6 +1226,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     memset(pl, 0, sizeof(*pl));
     pl->profile = in->profile->name;
     pl->cgroup = in->cgroup;
+    pl->privs = in->privs;
     pl->cpus = hwloc_bitmap_alloc();
     pl->nodes = hwloc_bitmap_alloc();
     pl->mem_nodes = hwloc_bitmap_alloc();

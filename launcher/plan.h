@@ -20,6 +20,7 @@
 #include "log.h"
 #include "profile.h"
 #include "cgroup.h"
+#include "privs.h"
 #include "registry.h"
 #include "topo.h"
 
@@ -100,6 +101,7 @@ struct plan {
     size_t nshrinks;
     bool degraded; /* some warning: the profile is not fully honoured (--strict refuses) */
     const struct cgroup *cgroup; /* where it stands (plan_input's; borrowed), NULL if unknown */
+    const struct privs *privs;   /* who it runs as (plan_input's; borrowed), NULL: unchanged */
 };
 
 struct plan_input {
@@ -111,6 +113,7 @@ struct plan_input {
     size_t nclaims;
     const struct claim *previous; /* where this launch ran when it last ended, or NULL */
     const struct cgroup *cgroup;  /* where this process stands; NULL for another machine */
+    const struct privs *privs;    /* [security] resolved on this machine; NULL: unchanged */
 };
 
 /*

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/capability.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -752,6 +753,81 @@ static bool set_java_max_ram(struct profile *p, const char *v, struct origin at,
 
 static bool set_loader_env(struct profile *p, const char *v, struct origin at, const char **why);
 
+/* A user or group as the profile names it: a name useradd would accept, or a number. */
+static bool valid_account(const char *v)
+{
+    if (*v == '\0' || *v == '-' || strlen(v) > 64)
+        return false;
+    for (const char *c = v; *c; c++)
+        if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '-' || *c == '.' ||
+              (*c == '$' && c[1] == '\0')))
+            return false;
+    return true;
+}
+
+static bool set_account(char **dst, struct origin *dst_at, const char *what, const char *v,
+                        struct origin at, const char **why)
+{
+    if (!valid_account(v)) {
+        *why = why_buf(what, v);
+        return false;
+    }
+    free(*dst);
+    *dst = xstrdup(v);
+    *dst_at = at;
+    return true;
+}
+
+static bool set_user(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    return set_account(&p->security.user, &p->security.user_at, "'%.60s' is not a user name or uid",
+                       v, at, why);
+}
+
+static bool set_group(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    return set_account(&p->security.group, &p->security.group_at,
+                       "'%.60s' is not a group name or gid", v, at, why);
+}
+
+/* libcap knows the names (cap_from_name); `none` or nothing keeps none. */
+static bool set_keep_caps(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    uint64_t mask = 0;
+    char *list = xstrdup(v), *save = NULL;
+    bool ok = true;
+    for (char *t = strtok_r(list, ",", &save); t && ok; t = strtok_r(NULL, ",", &save)) {
+        cap_value_t cap;
+        t = str_trim(t);
+        if (*t == '\0' || strcasecmp(t, "none") == 0)
+            continue;
+        /* cap_from_name() takes a name's prefix from "cap_a cap_b": one name, nothing else */
+        if (t[strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")] !=
+                '\0' ||
+            cap_from_name(t, &cap) < 0 || cap < 0 || cap > 63) {
+            *why = why_buf("'%.60s' is not a capability (see capabilities(7); for example "
+                           "cap_net_bind_service)",
+                           t);
+            ok = false;
+        } else {
+            mask |= UINT64_C(1) << cap;
+        }
+    }
+    free(list);
+    if (ok) {
+        p->security.keep_caps_set = true;
+        p->security.keep_caps = mask;
+        p->security.keep_caps_at = at;
+    }
+    return ok;
+}
+
+static bool set_no_new_privs(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    (void)at;
+    return set_bool(&p->security.no_new_privs, v, why);
+}
+
 static const struct key_def {
     const char *section;
     const char *key;
@@ -777,6 +853,10 @@ static const struct key_def {
     {"java", "use_numa", set_java_numa},
     {"java", "max_ram", set_java_max_ram},
     {"security", "loader_env", set_loader_env},
+    {"security", "user", set_user},
+    {"security", "group", set_group},
+    {"security", "keep_caps", set_keep_caps},
+    {"security", "no_new_privs", set_no_new_privs},
 };
 
 static bool valid_env_name(const char *s)
@@ -1109,6 +1189,8 @@ void profile_free(struct profile *p)
     for (size_t i = 0; i < p->security.nloader_env; i++)
         free(p->security.loader_env[i]);
     free(p->security.loader_env);
+    free(p->security.user);
+    free(p->security.group);
     free(p->env);
     for (size_t i = 0; i < p->nfiles; i++)
         free(p->files[i]);

@@ -83,6 +83,14 @@ struct profile {
     struct {
         char **loader_env; /* loader variables [env] may set, named one by one */
         size_t nloader_env;
+        char *user; /* a name or a uid; NULL: stay who tunerun is */
+        struct origin user_at;
+        char *group; /* a name or a gid; NULL: the user's primary group */
+        struct origin group_at;
+        bool keep_caps_set; /* else: none when user is set, all otherwise */
+        uint64_t keep_caps; /* bit N: capability N */
+        struct origin keep_caps_at;
+        bool no_new_privs;
     } security;
 
     struct {

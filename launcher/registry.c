@@ -781,14 +781,24 @@ static int create_claim_file(struct registry *r, const char *name, const char *l
         err_set(e, "cannot create %s/%s: %s", r->sd->path, name, strerror(errno));
         return -1;
     }
+    /*
+     * The service keeps a read-only descriptor: one that may have dropped
+     * its privileges must not be able to rewrite what tunerun reads back.
+     */
     struct flock fl = whole_file(F_RDLCK);
-    if (dprintf(fd, "%s%s", claim_header, line) < 0 || fcntl(fd, F_OFD_SETLK, &fl) < 0) {
+    int ro = -1;
+    if (dprintf(fd, "%s%s", claim_header, line) < 0 ||
+        (ro = openat(r->sd->fd, name, O_RDONLY | O_NOFOLLOW)) < 0 ||
+        fcntl(ro, F_OFD_SETLK, &fl) < 0) {
         err_set(e, "cannot write %s/%s: %s", r->sd->path, name, strerror(errno));
         unlinkat(r->sd->fd, name, 0);
         close(fd);
+        if (ro >= 0)
+            close(ro);
         return -1;
     }
-    return fd;
+    close(fd);
+    return ro;
 }
 
 int registry_claim(struct registry *r, const struct claim *c, char *name, size_t n, struct err *e)

@@ -173,6 +173,11 @@ void report_plan_text(FILE *f, const struct profile *p, const struct topo *t, co
                 cg->path ? cg->path : "not found",
                 cgroup_writable(cg) ? ", tunerun's to write" : ": ",
                 cgroup_writable(cg) ? "" : cg->why);
+    if (pl->privs) {
+        char *who = privs_describe(pl->privs);
+        fprintf(f, "privileges %s; dropped last, before exec\n", who);
+        free(who);
+    }
 
     fprintf(f, "\ndecisions\n");
     for (size_t i = 0; i < pl->nnotes; i++)
@@ -235,6 +240,22 @@ void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, co
         json_string(f, cg->unit[0] ? cg->unit : NULL);
         fprintf(f, ", \"container\": %s, \"memory_limit\": %llu},\n",
                 cg->container ? "true" : "false", (unsigned long long)cg->mem_limit);
+    }
+    if (pl->privs) {
+        const struct privs *pv = pl->privs;
+        fprintf(f, "  \"privileges\": {\"user\": ");
+        json_string(f, pv->change_id ? pv->user : NULL);
+        if (pv->change_id)
+            fprintf(f, ", \"uid\": %lu, \"gid\": %lu", (unsigned long)pv->uid,
+                    (unsigned long)pv->gid);
+        fprintf(f, ", \"groups\": [");
+        for (size_t i = 0; i < pv->ngroups; i++)
+            fprintf(f, "%s%lu", i ? ", " : "", (unsigned long)pv->groups[i]);
+        char *caps = pv->caps ? privs_cap_list(pv->keep) : NULL;
+        fprintf(f, "], \"capabilities\": ");
+        json_string(f, caps ? caps : "unchanged");
+        fprintf(f, ", \"no_new_privs\": %s},\n", pv->no_new_privs ? "true" : "false");
+        free(caps);
     }
     fprintf(f, "  \"degraded\": %s,\n  \"notes\": [", pl->degraded ? "true" : "false");
     for (size_t i = 0; i < pl->nnotes; i++) {

@@ -166,6 +166,11 @@ int main(int argc, char **argv)
     status_line("Cpus_allowed_list");
     status_line("Mems_allowed_list");
     status_line("THP_enabled");
+    /* who it runs as: what a [security] drop must have left */
+    const char *const who[] = {"Uid",    "Gid",    "Groups", "CapInh",     "CapPrm",
+                               "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", NULL};
+    for (size_t i = 0; who[i]; i++)
+        status_line(who[i]);
     printf("thp_disable=%d\n", prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0));
     mempolicy();
     limit("nofile");

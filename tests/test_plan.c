@@ -57,7 +57,7 @@ static struct plan make_plan(const struct profile *p, const struct topo *t, char
 {
     struct plan pl;
     struct err e;
-    struct plan_input in = {p, t, env, false, NULL, 0, NULL, NULL};
+    struct plan_input in = {p, t, env, false, NULL, 0, NULL, NULL, NULL};
     if (!plan_build(&pl, &in, &e))
         fail_msg("%s", e.msg);
     return pl;
@@ -286,7 +286,7 @@ static void test_inherited_affinity_is_never_widened(void **state)
     struct profile p = load_profile("mysql", NULL);
     struct plan pl;
     struct err e;
-    struct plan_input in = {&p, &t, NULL, false, NULL, 0, NULL, NULL};
+    struct plan_input in = {&p, &t, NULL, false, NULL, 0, NULL, NULL, NULL};
     assert_false(plan_build(&pl, &in, &e));
     assert_non_null(strstr(e.msg, "inherited affinity"));
     profile_free(&p);
@@ -434,7 +434,7 @@ static void test_derived_environment(void **state)
         struct cgroup cg = {
             .mode = CG_UNIFIED, .v2 = true, .owner = CG_OWN_HOST, .mem_limit = 512ULL << 20};
         struct profile java = load_profile("java", NULL);
-        struct plan_input in = {&java, &t, NULL, false, NULL, 0, NULL, &cg};
+        struct plan_input in = {&java, &t, NULL, false, NULL, 0, NULL, &cg, NULL};
         struct err e;
         struct plan capped;
         assert_true(plan_build(&capped, &in, &e));
@@ -585,7 +585,7 @@ static struct plan plan_with(const struct profile *p, const struct topo *t, stru
 {
     struct plan pl;
     struct err e;
-    struct plan_input in = {p, t, NULL, true, k, n, NULL, NULL};
+    struct plan_input in = {p, t, NULL, true, k, n, NULL, NULL, NULL};
     if (!plan_build(&pl, &in, &e))
         fail_msg("%s", e.msg);
     return pl;
@@ -611,7 +611,7 @@ static void test_swap_policy(void **state)
     struct plan pl;
 
     /* v1: memory.swappiness, first of all steps */
-    struct plan_input in = {&mysql, &t, NULL, false, NULL, 0, NULL, &v1};
+    struct plan_input in = {&mysql, &t, NULL, false, NULL, 0, NULL, &v1, NULL};
     assert_true(plan_build(&pl, &in, &e));
     assert_int_equal(pl.steps[0].type, STEP_CGROUP);
     assert_int_equal(pl.steps[0].u.cgroup.swappiness, 1);
@@ -852,7 +852,7 @@ static void test_claims(void **state)
 
     /* a restart gets its previous node back when it is free ... */
     struct claim prev = live("mysql", "4-7", "1", false, "nginx");
-    struct plan_input in = {&mysql, &t, NULL, true, NULL, 0, &prev, NULL};
+    struct plan_input in = {&mysql, &t, NULL, true, NULL, 0, &prev, NULL, NULL};
     struct err e;
     assert_true(plan_build(&pl, &in, &e));
     cpus = bitmap_list(pl.cpus);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "privs.h"
 #include "profile.h"
 
 static char tmpdir[64];
@@ -259,6 +260,78 @@ static void test_include_cycle_and_missing(void **state)
     assert_non_null(strstr(e.msg, "include cycle"));
 }
 
+static void test_security_keys(void **state)
+{
+    (void)state;
+    struct profile p;
+    struct err e;
+    const char *path = write_file("s", "sec.ini",
+                                  "[security]\nuser = nobody\nkeep_caps = cap_net_bind_service, "
+                                  "CAP_SYS_NICE\nno_new_privs = yes\n");
+    assert_true(profile_load(&p, path, NULL, &e));
+    assert_string_equal(p.security.user, "nobody");
+    assert_int_equal(p.security.user_at.line, 2);
+    assert_true(p.security.keep_caps_set);
+    assert_true(p.security.keep_caps == ((UINT64_C(1) << 10) | (UINT64_C(1) << 23)));
+    assert_true(p.security.no_new_privs);
+    assert_true(privs_wanted(&p));
+
+    struct privs pv;
+    assert_true(privs_resolve(&pv, &p, &e));
+    assert_true(pv.change_id && pv.caps && pv.no_new_privs);
+    assert_int_equal(pv.uid, 65534);
+    assert_true(pv.ngroups >= 1);
+    char *caps = privs_cap_list(pv.keep);
+    assert_string_equal(caps, "cap_net_bind_service,cap_sys_nice");
+    free(caps);
+    privs_free(&pv);
+
+    /* a uid without a passwd entry needs a group; a gid without a group entry is still a gid */
+    assert_true(profile_set(&p, "security.user=4242420", &e));
+    assert_false(privs_resolve(&pv, &p, &e));
+    assert_non_null(strstr(e.msg, "--set security.user: uid 4242420 has no passwd entry"));
+    assert_true(profile_set(&p, "security.group=4242421", &e));
+    assert_true(privs_resolve(&pv, &p, &e));
+    assert_int_equal(pv.uid, 4242420);
+    assert_int_equal(pv.gid, 4242421);
+    assert_int_equal(pv.ngroups, 1);
+    assert_int_equal(pv.groups[0], 4242421);
+    privs_free(&pv);
+    assert_true(profile_set(&p, "security.user=no-such-user-here", &e));
+    assert_false(privs_resolve(&pv, &p, &e));
+    assert_non_null(strstr(e.msg, "no user 'no-such-user-here' on this system"));
+    assert_true(profile_set(&p, "security.keep_caps=none", &e));
+    assert_true(p.security.keep_caps_set && p.security.keep_caps == 0);
+    profile_free(&p);
+
+    /* keep_caps alone: root keeps only those */
+    path = write_file("s", "caps.ini", "[security]\nkeep_caps = cap_kill\n");
+    assert_true(profile_load(&p, path, NULL, &e));
+    assert_true(privs_resolve(&pv, &p, &e));
+    assert_false(pv.change_id);
+    assert_true(pv.caps && pv.keep == (UINT64_C(1) << 5));
+    privs_free(&pv);
+    profile_free(&p);
+
+    /* a group alone names nobody to be */
+    path = write_file("s", "group.ini", "[security]\ngroup = nogroup\n");
+    assert_true(profile_load(&p, path, NULL, &e));
+    assert_false(privs_resolve(&pv, &p, &e));
+    assert_non_null(strstr(e.msg, "group.ini:2: security.group: a group without a user"));
+    profile_free(&p);
+
+    const char *m = load_error("[security]\nuser = root:root\n");
+    assert_non_null(strstr(m, "bad.ini:2: security.user: 'root:root' is not a user name or uid"));
+    m = load_error("[security]\nkeep_caps = cap_net_bind_service,cap_fly\n");
+    assert_non_null(strstr(m, "bad.ini:2: security.keep_caps: 'cap_fly' is not a capability"));
+    m = load_error("[security]\nkeep_caps = cap_net_bind_service cap_kill\n");
+    assert_non_null(strstr(m, "'cap_net_bind_service cap_kill' is not a capability"));
+    m = load_error("[security]\nno_new_privs = perhaps\n");
+    assert_non_null(strstr(m, "bad.ini:2: security.no_new_privs:"));
+    m = load_error("[security]\ngroup = -x\n");
+    assert_non_null(strstr(m, "'-x' is not a group name or gid"));
+}
+
 static void test_set_overrides(void **state)
 {
     (void)state;
@@ -311,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_include_same_name_extends_next),
         cmocka_unit_test(test_include_cycle_and_missing),
         cmocka_unit_test(test_set_overrides),
+        cmocka_unit_test(test_security_keys),
         cmocka_unit_test(test_find_and_missing_file),
     };
     return cmocka_run_group_tests_name("profile", tests, setup, teardown);

@@ -1,0 +1,63 @@
+/*
+ * privs.h - the identity and capabilities a service runs with ([security]).
+ *
+ * tunerun is usually root when it starts (a unit's ExecStart, a container's
+ * PID 1) and becomes the service. When the profile names a user or the
+ * capabilities to keep, everything else (limits, OOM score, memory policy,
+ * affinity, the cgroup) is applied first, as root, and the drop is the
+ * last thing before exec, as util-linux setpriv and bubblewrap do it. Every
+ * call is checked, and the result is read back: a drop that did not take
+ * is an error, never a warning.
+ */
+#ifndef TUNERUN_PRIVS_H
+#define TUNERUN_PRIVS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "log.h"
+#include "profile.h"
+
+struct privs {
+    bool change_id; /* [security] user is set */
+    uid_t uid;
+    gid_t gid;
+    gid_t *groups; /* supplementary groups, as initgroups(3) would set them */
+    size_t ngroups;
+    char *user;  /* "www-data (uid 33)" for messages */
+    char *group; /* "www-data (gid 33)" */
+    bool caps;   /* the capability sets are reduced to `keep` */
+    uint64_t keep;
+    bool no_new_privs;
+};
+
+/* Whether the profile asks for any of it (otherwise privs_resolve() leaves *pv empty). */
+bool privs_wanted(const struct profile *p);
+
+/*
+ * Look the user and group up (NSS) and check the capabilities exist on this
+ * kernel. On failure e names the profile key's file:line (or --set).
+ */
+bool privs_resolve(struct privs *pv, const struct profile *p, struct err *e);
+void privs_free(struct privs *pv);
+
+/* "user www-data (uid 33), group ..., groups 33, keeps cap_net_bind_service, no_new_privs" */
+char *privs_describe(const struct privs *pv);
+/* The capability names in mask, comma-separated, or "none". */
+char *privs_cap_list(uint64_t mask);
+
+/*
+ * Become what pv says, in this order: bounding set, supplementary groups,
+ * gid, uid (keeping the permitted set across it only when capabilities are
+ * kept), the permitted, effective and inheritable sets, the ambient set,
+ * no_new_privs; then read it all back. `command` (a path, or a name looked
+ * up in PATH) is checked executable as the new user before the uid changes,
+ * so a command the user cannot run fails (*cannot_exec) while tunerun can
+ * still clean up. Returns 0, or errno with err holding one line naming the
+ * step.
+ */
+int privs_drop(const struct privs *pv, const char *command, bool *cannot_exec, char *err, size_t n);
+
+#endif
