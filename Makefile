@@ -30,7 +30,7 @@ HDRS     = $(filter-out launcher/config.h,$(wildcard launcher/*.h))
 
 UNIT_TESTS = tests/test_parse tests/test_profile tests/test_topo tests/test_plan
 
-.PHONY: all deps test-deps demo test unit host-test test-vm sanitize bench install uninstall clean format FORCE
+.PHONY: all deps test-deps demo test unit host-test test-vm sanitize fuzz bench install uninstall clean format FORCE
 
 all: tunerun
 
@@ -75,6 +75,7 @@ test: test-deps
 	@$(MAKE) --no-print-directory all tests/probe tests/claimer $(UNIT_TESTS)
 	@tests/run-all $(UNIT_TESTS)
 	@$(MAKE) --no-print-directory sanitize
+	@$(MAKE) --no-print-directory fuzz
 
 # The unit and host suites again, on an ASan+UBSan build in build/asan (a
 # copy of the sources, so the normal build stays as it is). Any report
@@ -90,6 +91,27 @@ sanitize: test-deps
 	@cd build/asan && TUNERUN_SANITIZED=1 TUNERUN_TOPOLOGIES="$(CURDIR)/../shared/topologies" \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 tests/run-all $(UNIT_TESTS)
+
+# libFuzzer harnesses (clang), on an ASan+UBSan build of the same sources in
+# build/fuzz; tests/fuzz/run runs each for FUZZ_SECONDS (60) from its seed corpus.
+FUZZERS    = profile values plan
+FUZZ_CC    = clang
+FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=all \
+             -fsanitize=fuzzer-no-link,address,undefined -Ilauncher $(DEPS_CFLAGS)
+FUZZ_OBJ   = $(patsubst launcher/%.o,build/fuzz/%.o,$(LIB_OBJ))
+
+build/fuzz/%.o: launcher/%.c $(HDRS)
+	@mkdir -p build/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -c $< -o $@
+
+.SECONDARY: $(FUZZ_OBJ)
+
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(DEPS_LIBS)
+
+fuzz: test-deps
+	@$(MAKE) --no-print-directory -s $(addprefix build/fuzz/fuzz_,$(FUZZERS))
+	@tests/fuzz/run $(addprefix build/fuzz/fuzz_,$(FUZZERS))
 
 unit: all $(UNIT_TESTS)
 	@for t in $(UNIT_TESTS); do $$t || exit 1; done
@@ -118,7 +140,8 @@ uninstall:
 	-rmdir $(DESTDIR)$(DATADIR)/profiles $(DESTDIR)$(DATADIR)
 
 format:
-	clang-format -i launcher/*.c launcher/*.h tests/*.c
+	clang-format -i launcher/*.c launcher/*.h tests/*.c tests/fuzz/*.c
 
 clean:
 	rm -f tunerun launcher/*.o launcher/config.h tests/probe tests/claimer $(UNIT_TESTS)
+	rm -rf build

@@ -279,9 +279,29 @@ struct loader {
     const struct profile_paths *paths;
     struct file_id stack[INCLUDE_DEPTH_MAX];
     size_t depth;
-    /* for profile_load_string: the in-memory text of the top file */
-    const char *top_text;
+    /* profile_load_files: the files, in place of the filesystem */
+    const struct profile_file *mem;
+    size_t nmem;
 };
+
+static const char *mem_text(const struct loader *L, const char *path)
+{
+    for (size_t i = 0; i < L->nmem; i++)
+        if (strcmp(L->mem[i].path, path) == 0)
+            return L->mem[i].text;
+    return NULL;
+}
+
+/* Whether cand exists and is not the including file itself (on disk: the same inode). */
+static bool include_candidate(const struct loader *L, const char *cand, const char *from,
+                              const struct stat *self, bool have_self)
+{
+    if (L->mem)
+        return mem_text(L, cand) != NULL && strcmp(cand, from) != 0;
+    struct stat st;
+    return stat(cand, &st) == 0 &&
+           !(have_self && st.st_dev == self->st_dev && st.st_ino == self->st_ino);
+}
 
 static bool load_file(struct loader *L, const char *path, const char *text, struct entries *out,
                       struct err *e);
@@ -306,18 +326,16 @@ static char *resolve_include(struct loader *L, const char *name, const char *fro
         return out;
     }
     struct stat self;
-    bool have_self = stat(from, &self) == 0;
+    bool have_self = L->mem == NULL && stat(from, &self) == 0;
     /* the including file's own directory first, then the search path */
     char *dirbuf = xstrdup(from);
     const char *own_dir = dirname(dirbuf);
     for (size_t i = 0; i <= L->paths->n; i++) {
         const char *dir = i == 0 ? own_dir : L->paths->dirs[i - 1];
         char *cand = NULL;
-        struct stat st;
         if (asprintf(&cand, "%s/%s.ini", dir, name) < 0)
             break;
-        if (stat(cand, &st) == 0 &&
-            !(have_self && st.st_dev == self.st_dev && st.st_ino == self.st_ino)) {
+        if (include_candidate(L, cand, from, &self, have_self)) {
             free(dirbuf);
             return cand;
         }
@@ -342,7 +360,12 @@ static bool load_file(struct loader *L, const char *path, const char *text, stru
 {
     char *owned = NULL;
     struct stat st = {0};
-    if (text == NULL) {
+    if (text == NULL && L->mem) {
+        if ((text = mem_text(L, path)) == NULL) {
+            err_set(e, "cannot open profile %s: %s", path, strerror(ENOENT));
+            return false;
+        }
+    } else if (text == NULL) {
         if (!read_text(path, &owned, e))
             return false;
         text = owned;
@@ -1089,11 +1112,12 @@ static char *name_from_path(const char *path)
 }
 
 static bool load_common(struct profile *p, const char *path, const char *text,
+                        const struct profile_file *mem, size_t nmem,
                         const struct profile_paths *paths, struct err *e)
 {
     static const struct profile_paths none = {{0}, {0}, 0};
     profile_defaults(p);
-    struct loader L = {.p = p, .paths = paths ? paths : &none};
+    struct loader L = {.p = p, .paths = paths ? paths : &none, .mem = mem, .nmem = nmem};
     struct entries all = {0};
     bool ok = load_file(&L, path, text, &all, e);
     for (size_t i = 0; ok && i < all.n; i++)
@@ -1122,13 +1146,23 @@ static bool load_common(struct profile *p, const char *path, const char *text,
 bool profile_load(struct profile *p, const char *path, const struct profile_paths *paths,
                   struct err *e)
 {
-    return load_common(p, path, NULL, paths, e);
+    return load_common(p, path, NULL, NULL, 0, paths, e);
 }
 
 bool profile_load_string(struct profile *p, const char *path, const char *text,
                          const struct profile_paths *paths, struct err *e)
 {
-    return load_common(p, path, text, paths, e);
+    return load_common(p, path, text, NULL, 0, paths, e);
+}
+
+bool profile_load_files(struct profile *p, const struct profile_file *files, size_t n,
+                        const struct profile_paths *paths, struct err *e)
+{
+    if (n == 0) {
+        err_set(e, "no profile");
+        return false;
+    }
+    return load_common(p, files[0].path, NULL, files, n, paths, e);
 }
 
 bool profile_check(const struct profile *p, struct err *e)

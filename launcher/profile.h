@@ -123,9 +123,20 @@ char *profile_find(const char *name, const struct profile_paths *paths, size_t *
 bool profile_load(struct profile *p, const char *path, const struct profile_paths *paths,
                   struct err *e);
 
-/* Same, from memory: `text` stands for a file called `path` (tests, fuzzing). */
+/* Same, from memory: `text` stands for a file called `path`; includes come from disk (tests). */
 bool profile_load_string(struct profile *p, const char *path, const char *text,
                          const struct profile_paths *paths, struct err *e);
+
+/*
+ * Same, with no file read at all (fuzzing): files[0] is the profile, and
+ * includes are resolved among the files by path, as they would be on disk
+ * with `paths`.
+ */
+struct profile_file {
+    const char *path, *text;
+};
+bool profile_load_files(struct profile *p, const struct profile_file *files, size_t n,
+                        const struct profile_paths *paths, struct err *e);
 
 /* What holds only of the whole profile, checked again after the last --set. */
 bool profile_check(const struct profile *p, struct err *e);

@@ -138,13 +138,28 @@ static char *format_ended(const struct claim *c)
     return ended;
 }
 
+/*
+ * A CPU or node list. hwloc allocates up to the highest index it reads, and
+ * "0-" is every index there is: a line that could make it allocate
+ * gigabytes, or stand for an infinite set, is no claim.
+ */
 static bool parse_set(hwloc_bitmap_t set, const char *v)
 {
     if (strcmp(v, "none") == 0) {
         hwloc_bitmap_zero(set);
         return true;
     }
-    return hwloc_bitmap_list_sscanf(set, v) == 0;
+    for (const char *p = v; *p;) {
+        if (*p < '0' || *p > '9') {
+            p++;
+            continue;
+        }
+        unsigned long n = 0;
+        for (; *p >= '0' && *p <= '9'; p++)
+            if ((n = n * 10 + (unsigned long)(*p - '0')) > REGISTRY_MAX_INDEX)
+                return false;
+    }
+    return hwloc_bitmap_list_sscanf(set, v) == 0 && hwloc_bitmap_weight(set) >= 0;
 }
 
 /* A bounded copy: snprintf would do, at ten times the cost, a dozen times per claim. */
@@ -293,6 +308,15 @@ static bool parse_record(char *line, struct claim *c, bool *ended)
             return false;
     }
     return c->profile != NULL && !hwloc_bitmap_iszero(c->cpus);
+}
+
+bool registry_parse_line(const char *line, struct claim *c, bool *ended)
+{
+    char *copy = xstrdup(line);
+    claim_init(c);
+    bool ok = parse_record(copy, c, ended);
+    free(copy);
+    return ok;
 }
 
 /*

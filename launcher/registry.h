@@ -141,4 +141,14 @@ void registry_holders(const struct registry *r, const struct claim *claims, size
 
 void claim_free(struct claim *c);
 
+/*
+ * Parse one line of the table into c (which the caller claim_free()s,
+ * whatever the result): a claim, or with *ended an ended one's placement.
+ * The table is tunerun's own, but it is parsed as hostile input (fuzzed).
+ */
+bool registry_parse_line(const char *line, struct claim *c, bool *ended);
+
+/* The highest CPU or node index a claim may name (Linux's NR_CPUS stays far below). */
+#define REGISTRY_MAX_INDEX (1UL << 20)
+
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "parse.h"
+#include "registry.h"
 
 static void test_bool(void **state)
 {
@@ -80,11 +81,38 @@ static void test_trim(void **state)
     assert_string_equal(str_trim(buf), "a b");
 }
 
+/* A registry line's CPU lists: hwloc parses them, after a bound on the indexes. */
+static void test_registry_line(void **state)
+{
+    (void)state;
+    struct claim c;
+    bool ended;
+    assert_true(
+        registry_parse_line("claim.a.1 profile=a cpus=0-3,8 nodes=0 mem_nodes=none", &c, &ended));
+    assert_false(ended);
+    assert_int_equal(hwloc_bitmap_weight(c.cpus), 5);
+    assert_true(hwloc_bitmap_iszero(c.mem_nodes));
+    claim_free(&c);
+    assert_true(registry_parse_line("ended claim.a.1 profile=a cpus=1", &c, &ended));
+    assert_true(ended);
+    claim_free(&c);
+    /* an index that would make hwloc allocate a gigabyte, an infinite set, a path */
+    assert_false(registry_parse_line("claim.a.1 profile=a cpus=0-99999999999", &c, &ended));
+    claim_free(&c);
+    assert_false(registry_parse_line("claim.a.1 profile=a cpus=0-", &c, &ended));
+    claim_free(&c);
+    assert_false(registry_parse_line("claim.a/../x profile=a cpus=0", &c, &ended));
+    claim_free(&c);
+    assert_false(registry_parse_line("claim.a.1 profile=a cpus=", &c, &ended));
+    claim_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bool), cmocka_unit_test(test_long), cmocka_unit_test(test_size),
-        cmocka_unit_test(test_rlim), cmocka_unit_test(test_trim),
+        cmocka_unit_test(test_bool), cmocka_unit_test(test_long),
+        cmocka_unit_test(test_size), cmocka_unit_test(test_rlim),
+        cmocka_unit_test(test_trim), cmocka_unit_test(test_registry_line),
     };
     return cmocka_run_group_tests_name("parse", tests, NULL, NULL);
 }

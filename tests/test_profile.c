@@ -332,6 +332,38 @@ static void test_security_keys(void **state)
     assert_non_null(strstr(m, "'-x' is not a group name or gid"));
 }
 
+/* The fuzzers' loader: includes among files in memory, as on disk, and nothing read. */
+static void test_load_files(void **state)
+{
+    (void)state;
+    struct profile p;
+    struct err e;
+    const struct profile_paths ps = {{"/mem/etc", "/mem/share"}, {"admin", "installed"}, 2};
+    const struct profile_file files[] = {
+        {"/mem/etc/top.ini", "[profile]\ninclude = base, mysql\n[placement]\nnodes = 2\n"},
+        {"/mem/etc/base.ini", "[memory]\nthp = never\n"},
+        {"/mem/etc/mysql.ini", "[profile]\ninclude = mysql\n[limits]\nnofile = 100\n"},
+        {"/mem/share/mysql.ini", "[placement]\ncpus = 50%\n"},
+    };
+    assert_true(profile_load_files(&p, files, 4, &ps, &e));
+    assert_string_equal(p.name, "top");
+    assert_int_equal(p.memory.thp, THP_NEVER);
+    assert_int_equal(p.placement.nodes, 2);
+    assert_int_equal(p.placement.cpus,
+                     CPUS_PERCENT); /* /mem/etc/mysql.ini extends the shipped one */
+    assert_int_equal(p.limits[RLIMIT_NOFILE].soft, 100);
+    profile_free(&p);
+
+    const struct profile_file cycle[] = {
+        {"/mem/etc/a.ini", "[profile]\ninclude = b\n"},
+        {"/mem/etc/b.ini", "[profile]\ninclude = a\n"},
+    };
+    assert_false(profile_load_files(&p, cycle, 2, &ps, &e));
+    assert_non_null(strstr(e.msg, "include cycle"));
+    assert_false(profile_load_files(&p, cycle + 1, 1, &ps, &e));
+    assert_non_null(strstr(e.msg, "/mem/etc/b.ini:2: profile.include: no profile 'a' found"));
+}
+
 static void test_set_overrides(void **state)
 {
     (void)state;
@@ -385,6 +417,7 @@ int main(void)
         cmocka_unit_test(test_include_cycle_and_missing),
         cmocka_unit_test(test_set_overrides),
         cmocka_unit_test(test_security_keys),
+        cmocka_unit_test(test_load_files),
         cmocka_unit_test(test_find_and_missing_file),
     };
     return cmocka_run_group_tests_name("profile", tests, setup, teardown);

@@ -1,0 +1,269 @@
+/*
+ * fuzz_plan.c - libFuzzer: the planner on random machines and random claims.
+ *
+ * The input bytes are read as choices: a machine (up to 16 nodes and 128
+ * PUs, CPU-less and memoryless nodes, offline PUs, SMT, an inherited
+ * affinity, a distance matrix or none), a profile (every placement and
+ * memory key), the running services' claims, a previous placement and a
+ * cgroup. Whatever the planner decides must keep its promises; a broken
+ * one is an abort(), which libFuzzer reports with the input.
+ */
+#include <hwloc/bitmap.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan.h"
+#include "report.h"
+
+struct bytes {
+    const uint8_t *p;
+    size_t n;
+};
+
+static unsigned take(struct bytes *b, unsigned range)
+{
+    if (range == 0)
+        return 0;
+    unsigned v = 0;
+    if (b->n) {
+        v = b->p[0];
+        b->p++;
+        b->n--;
+    }
+    return v % range;
+}
+
+static void random_set(struct bytes *b, hwloc_bitmap_t set, const struct topo *t)
+{
+    hwloc_bitmap_zero(set);
+    int id;
+    hwloc_bitmap_foreach_begin(id, t->cpus)
+    {
+        if (take(b, 2))
+            hwloc_bitmap_set(set, (unsigned)id);
+    }
+    hwloc_bitmap_foreach_end();
+    if (hwloc_bitmap_iszero(set) && !hwloc_bitmap_iszero(t->cpus))
+        hwloc_bitmap_set(set, (unsigned)hwloc_bitmap_first(t->cpus));
+}
+
+static void make_topo(struct bytes *b, struct topo *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->source = TOPO_SYNTHETIC;
+    t->desc = strdup("fuzz");
+    t->nnodes = 1 + take(b, 16);
+    t->nodes = calloc(t->nnodes, sizeof(*t->nodes));
+    t->cpus = hwloc_bitmap_alloc();
+    t->offline = hwloc_bitmap_alloc();
+    t->binding = hwloc_bitmap_alloc();
+    t->memory_known = take(b, 8) != 0;
+    for (size_t i = 0, os = 0; i < t->nnodes; i++) {
+        struct topo_node *n = &t->nodes[i];
+        n->os_index = (unsigned)(os += take(b, 3)); /* increasing, not always dense */
+        os++;
+        n->cpus = hwloc_bitmap_alloc();
+        n->has_memory = take(b, 6) != 0;
+        n->mem_total = n->has_memory ? (uint64_t)(1 + take(b, 64)) << 28 : 0;
+        n->mem_free = n->has_memory ? n->mem_total / (1 + take(b, 4)) : 0;
+    }
+    unsigned npus = 1 + take(b, 128), core_left = 0;
+    for (unsigned pu = 0; pu < npus; pu++) {
+        if (take(b, 16) == 0) {
+            hwloc_bitmap_set(t->offline, pu);
+            continue;
+        }
+        unsigned node = take(b, (unsigned)t->nnodes + 1); /* == nnodes: no node owns it */
+        if (node < t->nnodes)
+            hwloc_bitmap_set(t->nodes[node].cpus, pu);
+        hwloc_bitmap_set(t->cpus, pu);
+        if (core_left == 0) {
+            t->cores = realloc(t->cores, (t->ncores + 1) * sizeof(*t->cores));
+            t->cores[t->ncores++] = hwloc_bitmap_alloc();
+            core_left = 1 + take(b, 4);
+        }
+        hwloc_bitmap_set(t->cores[t->ncores - 1], pu);
+        core_left--;
+    }
+    if (take(b, 3) == 0)
+        hwloc_bitmap_copy(t->binding, t->cpus);
+    else
+        random_set(b, t->binding, t);
+    if (take(b, 4)) {
+        t->distance = calloc(t->nnodes * t->nnodes, sizeof(unsigned));
+        for (size_t i = 0; i < t->nnodes; i++)
+            for (size_t j = 0; j < t->nnodes; j++)
+                t->distance[i * t->nnodes + j] = i == j ? 10 : 11 + take(b, 245);
+    }
+}
+
+static const char *pick(struct bytes *b, const char *const *v, unsigned n)
+{
+    return v[take(b, n)];
+}
+
+static char *make_profile_text(struct bytes *b)
+{
+    static const char *const names[] = {"mysql", "nginx", "redis", "java", "x"};
+    static const char *const cpus[] = {"node", "all", "1", "3", "50%", "100%", "7"};
+    static const char *const mem[] = {"local", "bind", "preferred", "interleave", "auto"};
+    static const char *const sizes[] = {"0", "1G", "64G", "300M", "1T"};
+    static const char *const thp[] = {"system", "madvise", "never"};
+    static const char *const arena[] = {"unset", "auto", "1", "8"};
+    static const char *const yn[] = {"yes", "no"};
+    static const char *const nodes[] = {"1", "2", "3", "all", "4"};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    fprintf(f, "[profile]\nname = %s\n[placement]\nnodes = %s\ncpus = %s\nsmt = %s\n",
+            pick(b, names, 5), pick(b, nodes, 5), pick(b, cpus, 7), pick(b, yn, 2));
+    fprintf(f, "exclusive = %s\nmemory = %s\n", take(b, 4) ? "no" : "yes", pick(b, mem, 5));
+    if (take(b, 2))
+        fprintf(f, "memory_size = %s\n", pick(b, sizes, 5));
+    if (take(b, 2))
+        fprintf(f, "avoid = %s, %s\n", pick(b, names, 5), pick(b, names, 5));
+    fprintf(f, "[memory]\nthp = %s\nmalloc_arena_max = %s\n", pick(b, thp, 3), pick(b, arena, 4));
+    if (take(b, 2))
+        fprintf(f, "swappiness = %u\n", take(b, 101));
+    if (take(b, 2))
+        fprintf(f, "swap_max = %s\n", pick(b, sizes, 5));
+    if (take(b, 2))
+        fprintf(f, "[java]\nactive_processor_count = auto\nuse_numa = auto\nmax_ram = auto\n");
+    fclose(f);
+    return text;
+}
+
+static void make_claims(struct bytes *b, const struct topo *t, struct claim **out, size_t *n)
+{
+    static const char *const names[] = {"mysql", "nginx", "redis", "java", "x", "y"};
+    *n = take(b, 7);
+    *out = calloc(*n ? *n : 1, sizeof(**out));
+    for (size_t i = 0; i < *n; i++) {
+        struct claim *c = &(*out)[i];
+        char line[512];
+        snprintf(line, sizeof(line), "claim.%zu profile=%s key=%016zx cpus=0 nodes=0 mpol=bind", i,
+                 pick(b, names, 6), i);
+        bool ended;
+        if (!registry_parse_line(line, c, &ended))
+            abort();
+        random_set(b, c->cpus, t);
+        hwloc_bitmap_zero(c->nodes);
+        for (size_t k = 0; k < t->nnodes; k++)
+            if (hwloc_bitmap_intersects(c->cpus, t->nodes[k].cpus))
+                hwloc_bitmap_set(c->nodes, t->nodes[k].os_index);
+        hwloc_bitmap_copy(c->mem_nodes, c->nodes);
+        c->exclusive = take(b, 4) == 0;
+        c->pool = !c->exclusive && take(b, 2);
+        if (take(b, 2)) {
+            c->avoid = calloc(1, sizeof(char *));
+            c->avoid[c->navoid++] = strdup(pick(b, names, 6));
+        }
+        c->pid = 1000 + (long)i;
+    }
+}
+
+static const struct profile *checked_profile;
+
+/* A broken promise: say which, with the plan and the machine, then abort for libFuzzer. */
+static void broken(const char *what, const struct plan *pl, const struct topo *t)
+{
+    fprintf(stderr, "fuzz_plan: %s\n", what);
+    for (size_t i = 0; i < t->nnodes; i++) {
+        char *cpus = NULL;
+        hwloc_bitmap_list_asprintf(&cpus, t->nodes[i].cpus);
+        fprintf(stderr, "  node %u: cpus %s, memory %s\n", t->nodes[i].os_index, cpus,
+                t->nodes[i].has_memory ? "yes" : "no");
+        free(cpus);
+    }
+    report_plan_text(stderr, checked_profile, t, pl, NULL);
+    abort();
+}
+
+/* What every plan must honour, whatever the machine and the claims. */
+static void check(const struct plan *pl, const struct topo *t)
+{
+    hwloc_bitmap_t cand = hwloc_bitmap_alloc();
+    hwloc_bitmap_and(cand, t->cpus, t->binding);
+    if (!hwloc_bitmap_isincluded(pl->cpus, cand))
+        broken("a CPU outside the allowed, online, inherited ones", pl, t);
+    if (hwloc_bitmap_intersects(pl->cpus, t->offline))
+        broken("an offline CPU", pl, t);
+    int id;
+    hwloc_bitmap_foreach_begin(id, pl->nodes)
+    {
+        int k = topo_node_index(t, (unsigned)id);
+        if (k < 0 || hwloc_bitmap_iszero(t->nodes[k].cpus))
+            broken("a CPU home that is no node, or has no CPU", pl, t);
+    }
+    hwloc_bitmap_foreach_end();
+    bool any_memory = false, from_memory = false;
+    for (size_t i = 0; i < t->nnodes; i++)
+        any_memory |= t->nodes[i].has_memory;
+    hwloc_bitmap_foreach_begin(id, pl->mem_nodes)
+    {
+        int k = topo_node_index(t, (unsigned)id);
+        if (k < 0)
+            broken("memory from a node that does not exist", pl, t);
+        from_memory |= t->nodes[k].has_memory;
+    }
+    hwloc_bitmap_foreach_end();
+    if (t->memory_known && any_memory && pl->mpol != PLAN_MPOL_LOCAL && !from_memory)
+        broken("a memory policy on memoryless nodes only", pl, t);
+    for (size_t i = 0; i < pl->nshrinks; i++)
+        if (hwloc_bitmap_intersects(pl->shrinks[i].cpus, pl->shrinks[i].gives))
+            broken("a pool keeps CPUs it gives up", pl, t);
+    hwloc_bitmap_free(cand);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static FILE *sink;
+    if (sink == NULL)
+        sink = fopen("/dev/null", "w");
+    struct bytes b = {data, size};
+    struct topo t;
+    make_topo(&b, &t);
+    char *text = make_profile_text(&b);
+    struct profile p;
+    struct err e;
+    const struct profile_file file = {"/fz/p.ini", text};
+    if (!profile_load_files(&p, &file, 1, NULL, &e)) {
+        fprintf(stderr, "fuzz_plan: a generated profile does not load: %s\n%s", e.msg, text);
+        abort();
+    }
+    struct claim *claims;
+    size_t nclaims;
+    make_claims(&b, &t, &claims, &nclaims);
+    struct cgroup cg = {.mode = CG_UNIFIED, .v2 = take(&b, 2), .owner = take(&b, 6)};
+    snprintf(cg.why, sizeof(cg.why), "not ours (fuzz)");
+    cg.dir = strdup("/sys/fs/cgroup/fz");
+    cg.path = strdup("/fz");
+    char *env[] = {"PATH=/bin", "JAVA_TOOL_OPTIONS=-Xss1m", NULL};
+    struct plan_input in = {&p,
+                            &t,
+                            take(&b, 2) ? env : NULL,
+                            nclaims > 0,
+                            claims,
+                            nclaims,
+                            nclaims && take(&b, 2) ? &claims[0] : NULL,
+                            take(&b, 2) ? &cg : NULL,
+                            NULL};
+    struct plan pl;
+    if (plan_build(&pl, &in, &e)) {
+        checked_profile = &p;
+        check(&pl, &t);
+        report_plan_json(sink, &p, &t, &pl, NULL);
+        report_plan_text(sink, &p, &t, &pl, NULL);
+        plan_free(&pl);
+    }
+    for (size_t i = 0; i < nclaims; i++)
+        claim_free(&claims[i]);
+    free(claims);
+    cgroup_free(&cg);
+    profile_free(&p);
+    free(text);
+    topo_free(&t);
+    return 0;
+}
