@@ -740,11 +740,14 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     registry_release(&reg); /* the lock goes; the claim stays with its fd */
     if (pv) {
         char why[1024];
-        bool cannot_exec;
-        int error = privs_drop(pv, o->command[0], &cannot_exec, why, sizeof(why));
+        bool changed, cannot_exec;
+        int error = privs_drop(pv, o->command[0], &changed, &cannot_exec, why, sizeof(why));
         if (error != 0) {
             /* never a warning: the service would run with more than its profile gives it */
             log_error("privileges: %s; not executing %s", why, o->command[0]);
+            if (changed)
+                log_notice("no longer root: its claim is left for the next launch to remove, "
+                           "and its cgroup for the sweep");
             cgroup_leave();
             if (claim_fd >= 0)
                 registry_drop(&reg, name, claim_fd);
@@ -760,6 +763,9 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     execvp(o->command[0], o->command);
     int error = errno;
     log_error("cannot execute '%s': %s", o->command[0], strerror(error));
+    if (pv && pv->change_id && geteuid() != 0)
+        log_notice("no longer root: its claim is left for the next launch to remove, and its "
+                   "cgroup for the sweep");
     cgroup_leave();
     if (claim_fd >= 0)
         registry_drop(&reg, name, claim_fd);

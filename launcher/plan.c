@@ -1227,6 +1227,10 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     pl->profile = in->profile->name;
     pl->cgroup = in->cgroup;
     pl->privs = in->privs;
+    if (in->privs && in->privs->caps && (!in->privs->change_id || in->privs->uid == 0))
+        note(pl, NOTE_INFO,
+             "security: the service keeps uid 0: with fewer capabilities it still owns root's "
+             "files (/etc, units, cron); [security] user contains it");
     pl->cpus = hwloc_bitmap_alloc();
     pl->nodes = hwloc_bitmap_alloc();
     pl->mem_nodes = hwloc_bitmap_alloc();

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/securebits.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -36,77 +37,102 @@ static char *where(struct origin at, const char *key)
     return xasprintf("--set security.%s", key);
 }
 
+/* A number names an id (even where a name made of digits exists, as with chown(1)). */
+static bool all_digits(const char *s)
+{
+    return *s && s[strspn(s, "0123456789")] == '\0';
+}
+
 static bool numeric_id(const char *s, unsigned long *out)
 {
     char *end;
     errno = 0;
     unsigned long v = strtoul(s, &end, 10);
-    if (*s < '0' || *s > '9' || *end || errno || v >= (unsigned long)UINT32_MAX)
+    if (!all_digits(s) || *end || errno || v >= (unsigned long)UINT32_MAX)
         return false; /* (uid_t)-1 means "unchanged" to the set*id calls */
     *out = v;
     return true;
+}
+
+/* errno after a get*nam/get*id that found nothing: not found, or a failure to say */
+static bool lookup_failed(void)
+{
+    return errno != 0 && errno != ENOENT && errno != ESRCH && errno != EBADF && errno != EPERM;
 }
 
 static bool resolve_user(struct privs *pv, const struct profile *p, const struct passwd **pw,
                          struct err *e)
 {
     const char *u = p->security.user;
-    unsigned long id;
+    unsigned long id = 0;
+    if (all_digits(u) && !numeric_id(u, &id)) {
+        err_set(e, "%s: '%s' is not a uid (at most %lu)", pv->user_at, u,
+                (unsigned long)UINT32_MAX - 1);
+        return false;
+    }
     errno = 0;
-    *pw = numeric_id(u, &id) ? getpwuid((uid_t)id) : getpwnam(u);
+    *pw = all_digits(u) ? getpwuid((uid_t)id) : getpwnam(u);
     if (*pw) {
         pv->uid = (*pw)->pw_uid;
         pv->gid = (*pw)->pw_gid;
+        pv->user_name = xstrdup((*pw)->pw_name);
         pv->user = xasprintf("%s (uid %lu)", (*pw)->pw_name, (unsigned long)pv->uid);
         return true;
     }
-    char *at = where(p->security.user_at, "user");
-    if (errno != 0 && errno != ENOENT && errno != ESRCH && errno != EBADF && errno != EPERM)
-        err_set(e, "%s: cannot look up '%s': %s", at, u, strerror(errno));
-    else if (!numeric_id(u, &id))
-        err_set(e, "%s: no user '%s' on this system", at, u);
-    else if (p->security.group == NULL)
+    if (lookup_failed()) {
+        err_set(e, "%s: cannot look up '%s': %s", pv->user_at, u, strerror(errno));
+    } else if (!all_digits(u)) {
+        err_set(e, "%s: no user '%s' on this system", pv->user_at, u);
+    } else if (p->security.group == NULL) {
         err_set(e,
                 "%s: uid %s has no passwd entry, so it has no primary group: name one in "
                 "[security] group",
-                at, u);
-    else {
+                pv->user_at, u);
+    } else {
         pv->uid = (uid_t)id;
+        pv->user_name = xstrdup(u);
         pv->user = xasprintf("uid %s", u);
-        *pw = NULL;
-        free(at);
         return true;
     }
-    free(at);
     return false;
 }
 
 static bool resolve_group(struct privs *pv, const struct profile *p, struct err *e)
 {
     const char *g = p->security.group;
-    unsigned long id;
+    unsigned long id = 0;
+    char *at = where(p->security.group_at, "group");
+    bool ok = false;
+    if (all_digits(g) && !numeric_id(g, &id)) {
+        err_set(e, "%s: '%s' is not a gid (at most %lu)", at, g, (unsigned long)UINT32_MAX - 1);
+        free(at);
+        return false;
+    }
     errno = 0;
-    const struct group *gr = numeric_id(g, &id) ? getgrgid((gid_t)id) : getgrnam(g);
+    const struct group *gr = all_digits(g) ? getgrgid((gid_t)id) : getgrnam(g);
     if (gr) {
         pv->gid = gr->gr_gid;
+        pv->group_name = xstrdup(gr->gr_name);
         pv->group = xasprintf("%s (gid %lu)", gr->gr_name, (unsigned long)pv->gid);
-        return true;
-    }
-    if (numeric_id(g, &id)) {
+        ok = true;
+    } else if (lookup_failed()) {
+        err_set(e, "%s: cannot look up '%s': %s", at, g, strerror(errno));
+    } else if (all_digits(g)) {
         pv->gid = (gid_t)id; /* a gid no group file names is still a gid */
+        pv->group_name = xstrdup(g);
         pv->group = xasprintf("gid %s", g);
-        return true;
+        ok = true;
+    } else {
+        err_set(e, "%s: no group '%s' on this system", at, g);
     }
-    char *at = where(p->security.group_at, "group");
-    err_set(e, "%s: no group '%s' on this system", at, g);
     free(at);
-    return false;
+    return ok;
 }
 
 /* getgrouplist(3) is what initgroups(3) sets; asked here so `plan` can show it. */
-static bool resolve_groups(struct privs *pv, const struct passwd *pw)
+static bool resolve_groups(struct privs *pv, const char *name)
 {
-    if (pw == NULL) {
+    if (name == NULL) {
         pv->groups = xcalloc(1, sizeof(gid_t));
         pv->groups[0] = pv->gid;
         pv->ngroups = 1;
@@ -116,7 +142,7 @@ static bool resolve_groups(struct privs *pv, const struct passwd *pw)
     for (;;) {
         gid_t *g = xcalloc((size_t)n, sizeof(gid_t));
         int want = n;
-        if (getgrouplist(pw->pw_name, pv->gid, g, &want) >= 0) {
+        if (getgrouplist(name, pv->gid, g, &want) >= 0) {
             pv->groups = g;
             pv->ngroups = (size_t)want;
             return true;
@@ -134,52 +160,48 @@ bool privs_resolve(struct privs *pv, const struct profile *p, struct err *e)
     pv->no_new_privs = p->security.no_new_privs;
     pv->caps = p->security.keep_caps_set || p->security.user != NULL;
     pv->keep = p->security.keep_caps_set ? p->security.keep_caps : 0;
+    pv->user_at = where(p->security.user_at, "user");
+    pv->caps_at = p->security.keep_caps_set ? where(p->security.keep_caps_at, "keep_caps")
+                                            : xstrdup(pv->user_at);
+    bool ok = true;
     if (p->security.group && p->security.user == NULL) {
         char *at = where(p->security.group_at, "group");
         err_set(e, "%s: a group without a user; name the user in [security] user", at);
         free(at);
-        return false;
-    }
-    for (int c = 0; c < 64; c++) {
-        if (!(pv->keep & (UINT64_C(1) << c)) || c < (int)cap_max_bits())
-            continue;
-        char *at = where(p->security.keep_caps_at, "keep_caps");
-        char *name = cap_to_name((cap_value_t)c);
-        err_set(e, "%s: this kernel has no %s (it knows capabilities 0..%d)", at, name,
-                (int)cap_max_bits() - 1);
-        cap_free(name);
-        free(at);
-        return false;
-    }
-    if (p->security.user == NULL)
-        return true;
-    pv->change_id = true;
-    const struct passwd *pw;
-    if (!resolve_user(pv, p, &pw, e))
-        return false;
-    struct passwd copy;
-    char *name = NULL;
-    if (pw) { /* getgrnam() below may reuse getpwnam()'s buffer */
-        copy = *pw;
-        name = xstrdup(pw->pw_name);
-        copy.pw_name = name;
-        pw = &copy;
-    }
-    bool ok = true;
-    const struct group *gr;
-    if (p->security.group)
-        ok = resolve_group(pv, p, e);
-    else if ((gr = getgrgid(pv->gid)) != NULL)
-        pv->group = xasprintf("%s (gid %lu)", gr->gr_name, (unsigned long)pv->gid);
-    else
-        pv->group = xasprintf("gid %lu", (unsigned long)pv->gid);
-    if (ok && !resolve_groups(pv, pw)) {
-        char *at = where(p->security.user_at, "user");
-        err_set(e, "%s: cannot list the groups of '%s'", at, name);
-        free(at);
         ok = false;
     }
-    free(name);
+    for (int c = 0; ok && c < 64; c++) {
+        if (!(pv->keep & (UINT64_C(1) << c)) || c < (int)cap_max_bits())
+            continue;
+        char *name = cap_to_name((cap_value_t)c);
+        err_set(e, "%s: this kernel has no %s%s (it knows capabilities 0..%d)", pv->caps_at,
+                all_digits(name) ? "capability " : "", name, (int)cap_max_bits() - 1);
+        cap_free(name);
+        ok = false;
+    }
+    if (!ok || p->security.user == NULL) {
+        if (!ok)
+            privs_free(pv);
+        return ok;
+    }
+    pv->change_id = true;
+    const struct passwd *pw;
+    ok = resolve_user(pv, p, &pw, e);
+    bool in_passwd = ok && pw != NULL; /* getgr*() below may reuse getpw*()'s buffer */
+    const struct group *gr;
+    if (ok && p->security.group) {
+        ok = resolve_group(pv, p, e);
+    } else if (ok && (gr = getgrgid(pv->gid)) != NULL) {
+        pv->group_name = xstrdup(gr->gr_name);
+        pv->group = xasprintf("%s (gid %lu)", gr->gr_name, (unsigned long)pv->gid);
+    } else if (ok) {
+        pv->group_name = xasprintf("%lu", (unsigned long)pv->gid);
+        pv->group = xasprintf("gid %lu", (unsigned long)pv->gid);
+    }
+    if (ok && !resolve_groups(pv, in_passwd ? pv->user_name : NULL)) {
+        err_set(e, "%s: cannot list the groups of '%s'", pv->user_at, pv->user_name);
+        ok = false;
+    }
     if (!ok)
         privs_free(pv);
     return ok;
@@ -188,8 +210,12 @@ bool privs_resolve(struct privs *pv, const struct profile *p, struct err *e)
 void privs_free(struct privs *pv)
 {
     free(pv->groups);
+    free(pv->user_name);
+    free(pv->group_name);
     free(pv->user);
     free(pv->group);
+    free(pv->user_at);
+    free(pv->caps_at);
     memset(pv, 0, sizeof(*pv));
 }
 
@@ -256,6 +282,29 @@ static int fail(char *err, size_t n, const char *fmt, ...)
     return error;
 }
 
+/* Like fail(), for a precondition: no errno of a call, the reason is the message. */
+static int refuse(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int refuse(char *err, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+    errno = EPERM;
+    return EPERM;
+}
+
+static bool kept(const struct privs *pv, cap_value_t c)
+{
+    return c < 64 && (pv->keep & (UINT64_C(1) << c));
+}
+
+static bool have(cap_t caps, cap_value_t c, cap_flag_t set)
+{
+    cap_flag_value_t v = CAP_CLEAR;
+    return cap_get_flag(caps, c, set, &v) == 0 && v == CAP_SET;
+}
+
 /* Whether the current effective ids may execute command, found as execvp(3) would. */
 static bool can_exec(const char *command)
 {
@@ -277,84 +326,174 @@ static bool can_exec(const char *command)
     return ok;
 }
 
+/* The same groups, in any order (the kernel sorts them). */
 static bool groups_are(const gid_t *want, size_t n)
 {
-    gid_t have[NGROUPS_MAX];
-    int got = getgroups(NGROUPS_MAX, have);
-    if (got < 0 || (size_t)got != n)
+    int got = getgroups(0, NULL);
+    if (got < 0)
         return false;
-    for (size_t i = 0; i < n; i++) {
+    gid_t *have_ = xcalloc((size_t)got + 1, sizeof(gid_t));
+    got = getgroups(got, have_);
+    bool same = got >= 0;
+    for (size_t i = 0; same && i < n; i++) {
         bool found = false;
         for (int k = 0; k < got && !found; k++)
-            found = have[k] == want[i];
-        if (!found)
-            return false;
+            found = have_[k] == want[i];
+        same = found;
     }
-    return true;
+    for (int k = 0; same && k < got; k++) {
+        bool found = false;
+        for (size_t i = 0; i < n && !found; i++)
+            found = want[i] == have_[k];
+        same = found;
+    }
+    free(have_);
+    return same;
 }
 
-static int set_identity(const struct privs *pv, const char *command, bool *cannot_exec, char *err,
-                        size_t n)
+/*
+ * Everything the drop needs, checked before anything changes: a refusal
+ * here leaves tunerun root, able to remove its claim and cgroup.
+ */
+static int preflight(const struct privs *pv, char *err, size_t n)
+{
+    cap_t caps = cap_get_proc();
+    if (caps == NULL)
+        return fail(err, n, "cap_get_proc");
+    int r = 0;
+    bool drop_bound = false;
+    for (cap_value_t c = 0; r == 0 && c < (cap_value_t)cap_max_bits(); c++) {
+        char *name = cap_to_name(c);
+        if (kept(pv, c) && !have(caps, c, CAP_PERMITTED))
+            r = refuse(err, n, "%s: tunerun does not hold %s itself, so the service cannot keep it",
+                       pv->caps_at, name);
+        else if (kept(pv, c) && cap_get_bound(c) != 1)
+            r = refuse(err, n,
+                       "%s: %s is not in tunerun's bounding set, so the service cannot "
+                       "keep it",
+                       pv->caps_at, name);
+        drop_bound |= pv->caps && !kept(pv, c) && cap_get_bound(c) == 1;
+        cap_free(name);
+    }
+    if (r == 0 && drop_bound && !have(caps, CAP_SETPCAP, CAP_EFFECTIVE))
+        r = refuse(err, n, "%s: reducing the bounding set needs CAP_SETPCAP, which tunerun lacks",
+                   pv->caps_at);
+    uid_t ruid, euid, suid;
+    gid_t rgid, egid, sgid;
+    if (r == 0 && pv->change_id) {
+        if (getresuid(&ruid, &euid, &suid) < 0 || getresgid(&rgid, &egid, &sgid) < 0)
+            r = fail(err, n, "getresuid");
+        else if ((ruid != pv->uid || euid != pv->uid || suid != pv->uid) &&
+                 !have(caps, CAP_SETUID, CAP_EFFECTIVE))
+            r = refuse(err, n, "%s: becoming %s needs CAP_SETUID, which tunerun lacks", pv->user_at,
+                       pv->user);
+        else if ((rgid != pv->gid || egid != pv->gid || sgid != pv->gid ||
+                  !groups_are(pv->groups, pv->ngroups)) &&
+                 !have(caps, CAP_SETGID, CAP_EFFECTIVE))
+            r = refuse(err, n, "%s: taking the groups of %s needs CAP_SETGID, which tunerun lacks",
+                       pv->user_at, pv->user);
+    }
+    int bits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+    if (r == 0 && pv->keep && bits >= 0 && (bits & SECBIT_NO_CAP_AMBIENT_RAISE))
+        r = refuse(err, n,
+                   "%s: the securebit NO_CAP_AMBIENT_RAISE is set, so no capability can "
+                   "reach the service across exec",
+                   pv->caps_at);
+    if (r == 0 && pv->keep && pv->change_id && pv->uid != 0 && bits >= 0 &&
+        (bits & SECBIT_KEEP_CAPS_LOCKED) && !(bits & SECBIT_KEEP_CAPS))
+        r = refuse(err, n,
+                   "%s: the securebit KEEP_CAPS is locked off, so no capability survives "
+                   "the change to %s",
+                   pv->caps_at, pv->user);
+    cap_free(caps);
+    return r;
+}
+
+/*
+ * The command must be executable by the new user with the kept
+ * capabilities: checked with that euid and effective set while the saved
+ * uid can still come back, so a command it cannot run fails while tunerun
+ * is still root. Called after the groups and gid changed.
+ */
+static int check_exec(const struct privs *pv, const char *command, bool *cannot_exec, char *err,
+                      size_t n)
+{
+    uid_t ruid, euid, suid;
+    if (getresuid(&ruid, &euid, &suid) < 0)
+        return fail(err, n, "getresuid");
+    if (euid != pv->uid && setresuid((uid_t)-1, pv->uid, (uid_t)-1) < 0)
+        return fail(err, n, "seteuid %s", pv->user);
+    /* leaving uid 0 cleared the effective set; the service will have `keep` */
+    cap_t caps = cap_get_proc();
+    int r = 0;
+    if (caps == NULL || cap_clear_flag(caps, CAP_EFFECTIVE) < 0)
+        r = fail(err, n, "cap_get_proc");
+    for (cap_value_t c = 0; r == 0 && c < 64; c++)
+        if (kept(pv, c) && have(caps, c, CAP_PERMITTED) &&
+            cap_set_flag(caps, CAP_EFFECTIVE, 1, &c, CAP_SET) < 0)
+            r = fail(err, n, "cap_set_flag");
+    if (r == 0 && cap_set_proc(caps) < 0)
+        r = fail(err, n, "setting the effective set to the kept capabilities");
+    cap_free(caps);
+    bool ok = r == 0 && can_exec(command);
+    int error = errno;
+    /* back to euid 0, where the effective set is the permitted one again */
+    if (euid != pv->uid && setresuid((uid_t)-1, euid, (uid_t)-1) < 0)
+        return fail(err, n, "seteuid back to %lu", (unsigned long)euid);
+    if (r == 0 && !ok) {
+        *cannot_exec = true;
+        errno = error;
+        return fail(err, n, "%s cannot execute '%s'", pv->user, command);
+    }
+    return r;
+}
+
+static int set_identity(const struct privs *pv, const char *command, bool *changed,
+                        bool *cannot_exec, char *err, size_t n)
 {
     uid_t ruid, euid, suid;
     gid_t rgid, egid, sgid;
     if (getresuid(&ruid, &euid, &suid) < 0 || getresgid(&rgid, &egid, &sgid) < 0)
         return fail(err, n, "getresuid");
-    /* an id already held needs no privilege; one to change needs CAP_SETUID/CAP_SETGID */
+    /* an id already held needs no privilege (preflight() checked the others) */
     if (!groups_are(pv->groups, pv->ngroups) && setgroups(pv->ngroups, pv->groups) < 0)
         return fail(err, n, "setgroups (the groups of %s)", pv->user);
     if ((rgid != pv->gid || egid != pv->gid || sgid != pv->gid) &&
         setresgid(pv->gid, pv->gid, pv->gid) < 0)
         return fail(err, n, "setresgid %s", pv->group);
-    /*
-     * The command must be executable by the new user: checked with that
-     * euid while the saved uid can still come back, because after the
-     * setresuid below tunerun could no longer remove its claim or cgroup.
-     */
-    if (euid != pv->uid) {
-        if (setresuid((uid_t)-1, pv->uid, (uid_t)-1) < 0)
-            return fail(err, n, "seteuid %s", pv->user);
-        bool ok = can_exec(command);
-        int error = errno;
-        if (setresuid((uid_t)-1, euid, (uid_t)-1) < 0)
-            return fail(err, n, "seteuid back to %lu", (unsigned long)euid);
-        if (!ok) {
-            *cannot_exec = true;
-            errno = error;
-            return fail(err, n, "%s cannot execute '%s'", pv->user, command);
-        }
-    }
+    int r = check_exec(pv, command, cannot_exec, err, n);
+    if (r != 0)
+        return r;
     /* the permitted set survives the uid change only when capabilities are kept */
     if (pv->keep && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
         return fail(err, n, "prctl(PR_SET_KEEPCAPS)");
-    if ((ruid != pv->uid || euid != pv->uid || suid != pv->uid) &&
-        setresuid(pv->uid, pv->uid, pv->uid) < 0)
-        return fail(err, n, "setresuid %s", pv->user);
+    if (ruid != pv->uid || euid != pv->uid || suid != pv->uid) {
+        if (setresuid(pv->uid, pv->uid, pv->uid) < 0)
+            return fail(err, n, "setresuid %s", pv->user);
+        *changed = true;
+    }
     if (pv->keep && prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
         return fail(err, n, "prctl(PR_SET_KEEPCAPS, 0)");
     if (getresuid(&ruid, &euid, &suid) < 0 || getresgid(&rgid, &egid, &sgid) < 0)
         return fail(err, n, "getresuid");
     if (ruid != pv->uid || euid != pv->uid || suid != pv->uid || rgid != pv->gid ||
-        egid != pv->gid || sgid != pv->gid || !groups_are(pv->groups, pv->ngroups)) {
-        errno = EPERM;
-        return fail(err, n, "the ids did not change to %s, %s", pv->user, pv->group);
-    }
+        egid != pv->gid || sgid != pv->gid || !groups_are(pv->groups, pv->ngroups))
+        return refuse(err, n, "the ids did not change to %s, %s", pv->user, pv->group);
     return 0;
 }
 
+/* The bounding set first, while CAP_SETPCAP is still effective. */
 static int drop_bounding(const struct privs *pv, char *err, size_t n)
 {
-    /* the bounding set first, while CAP_SETPCAP is still effective */
     for (cap_value_t c = 0; c < (cap_value_t)cap_max_bits(); c++) {
-        if (pv->keep & (UINT64_C(1) << c))
+        if (kept(pv, c))
             continue;
         int in = cap_get_bound(c);
         if (in < 0)
             return fail(err, n, "reading the bounding set");
         if (in && cap_drop_bound(c) < 0) {
             char *name = cap_to_name(c);
-            int r =
-                fail(err, n, "dropping %s from the bounding set (this needs CAP_SETPCAP)", name);
+            int r = fail(err, n, "dropping %s from the bounding set", name);
             cap_free(name);
             return r;
         }
@@ -369,7 +508,7 @@ static int set_sets(const struct privs *pv, char *err, size_t n)
         return fail(err, n, "cap_init");
     int r = 0;
     for (cap_value_t c = 0; c < 64 && r == 0; c++) {
-        if (!(pv->keep & (UINT64_C(1) << c)))
+        if (!kept(pv, c))
             continue;
         cap_flag_t flags[] = {CAP_PERMITTED, CAP_EFFECTIVE, CAP_INHERITABLE};
         for (size_t f = 0; f < 3 && r == 0; f++)
@@ -385,9 +524,7 @@ static int set_sets(const struct privs *pv, char *err, size_t n)
     if (cap_reset_ambient() < 0)
         return fail(err, n, "clearing the ambient set");
     for (cap_value_t c = 0; c < 64; c++) {
-        if (!(pv->keep & (UINT64_C(1) << c)))
-            continue;
-        if (cap_set_ambient(c, CAP_SET) < 0) {
+        if (kept(pv, c) && cap_set_ambient(c, CAP_SET) < 0) {
             char *name = cap_to_name(c);
             r = fail(err, n, "raising %s in the ambient set", name);
             cap_free(name);
@@ -403,35 +540,32 @@ static int verify_caps(const struct privs *pv, char *err, size_t n)
     cap_t caps = cap_get_proc();
     if (caps == NULL)
         return fail(err, n, "cap_get_proc");
-    for (cap_value_t c = 0; c < (cap_value_t)cap_max_bits(); c++) {
-        bool want = pv->keep & (UINT64_C(1) << c);
-        cap_flag_value_t prm, eff, inh;
-        cap_get_flag(caps, c, CAP_PERMITTED, &prm);
-        cap_get_flag(caps, c, CAP_EFFECTIVE, &eff);
-        cap_get_flag(caps, c, CAP_INHERITABLE, &inh);
-        if ((prm == CAP_SET) != want || (eff == CAP_SET) != want || (inh == CAP_SET) != want ||
-            (cap_get_bound(c) == 1) != want || (cap_get_ambient(c) == 1) != want) {
+    int r = 0;
+    for (cap_value_t c = 0; r == 0 && c < (cap_value_t)cap_max_bits(); c++) {
+        bool want = kept(pv, c);
+        if (have(caps, c, CAP_PERMITTED) != want || have(caps, c, CAP_EFFECTIVE) != want ||
+            have(caps, c, CAP_INHERITABLE) != want || (cap_get_bound(c) == 1) != want ||
+            (cap_get_ambient(c) == 1) != want) {
             char *name = cap_to_name(c);
-            errno = EPERM;
-            int r = fail(err, n, "%s is %s after the drop", name, want ? "missing" : "still held");
+            r = refuse(err, n, "%s is %s after the drop", name, want ? "missing" : "still held");
             cap_free(name);
-            cap_free(caps);
-            return r;
         }
     }
     cap_free(caps);
-    return 0;
+    return r;
 }
 
-int privs_drop(const struct privs *pv, const char *command, bool *cannot_exec, char *err, size_t n)
+int privs_drop(const struct privs *pv, const char *command, bool *changed, bool *cannot_exec,
+               char *err, size_t n)
 {
-    int r = 0;
+    *changed = false;
     *cannot_exec = false;
     errno = 0;
-    if (pv->caps)
+    int r = preflight(pv, err, n);
+    if (r == 0 && pv->caps)
         r = drop_bounding(pv, err, n);
     if (r == 0 && pv->change_id)
-        r = set_identity(pv, command, cannot_exec, err, n);
+        r = set_identity(pv, command, changed, cannot_exec, err, n);
     if (r == 0 && pv->caps)
         r = set_sets(pv, err, n);
     if (r == 0 && pv->caps)
@@ -439,10 +573,8 @@ int privs_drop(const struct privs *pv, const char *command, bool *cannot_exec, c
     if (r == 0 && pv->no_new_privs) {
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
             r = fail(err, n, "prctl(PR_SET_NO_NEW_PRIVS)");
-        else if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1) {
-            errno = EPERM;
-            r = fail(err, n, "no_new_privs did not stick");
-        }
+        else if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
+            r = refuse(err, n, "no_new_privs did not stick");
     }
     return r;
 }

@@ -26,11 +26,15 @@ struct privs {
     gid_t gid;
     gid_t *groups; /* supplementary groups, as initgroups(3) would set them */
     size_t ngroups;
-    char *user;  /* "www-data (uid 33)" for messages */
-    char *group; /* "www-data (gid 33)" */
-    bool caps;   /* the capability sets are reduced to `keep` */
+    char *user_name;  /* "www-data", or the number of a uid no passwd entry names */
+    char *group_name; /* likewise */
+    char *user;       /* "www-data (uid 33)" for messages */
+    char *group;      /* "www-data (gid 33)" */
+    bool caps;        /* the capability sets are reduced to `keep` */
     uint64_t keep;
     bool no_new_privs;
+    char *user_at; /* "FILE:LINE: security.user" or "--set security.user", for messages */
+    char *caps_at; /* where keep_caps (or, without it, user) was given */
 };
 
 /* Whether the profile asks for any of it (otherwise privs_resolve() leaves *pv empty). */
@@ -49,15 +53,20 @@ char *privs_describe(const struct privs *pv);
 char *privs_cap_list(uint64_t mask);
 
 /*
- * Become what pv says, in this order: bounding set, supplementary groups,
- * gid, uid (keeping the permitted set across it only when capabilities are
- * kept), the permitted, effective and inheritable sets, the ambient set,
- * no_new_privs; then read it all back. `command` (a path, or a name looked
- * up in PATH) is checked executable as the new user before the uid changes,
- * so a command the user cannot run fails (*cannot_exec) while tunerun can
- * still clean up. Returns 0, or errno with err holding one line naming the
- * step.
+ * Become what pv says. First every precondition is checked with nothing
+ * changed yet: tunerun holds each kept capability, CAP_SETPCAP for the
+ * bounding set, CAP_SETUID/CAP_SETGID for the ids, no securebit that
+ * forbids the ambient raise, and the command is executable by the new
+ * user with the kept capabilities. Then, in this order: bounding set,
+ * supplementary groups, gid, uid (keeping the permitted set across it only
+ * when capabilities are kept), the permitted, effective and inheritable
+ * sets, the ambient set, no_new_privs; then everything is read back.
+ * Returns 0, or errno with err holding one line naming the step; *changed
+ * says whether the ids had already changed (tunerun can then no longer
+ * remove its root-owned claim and cgroup), *cannot_exec that the command
+ * is what failed.
  */
-int privs_drop(const struct privs *pv, const char *command, bool *cannot_exec, char *err, size_t n);
+int privs_drop(const struct privs *pv, const char *command, bool *changed, bool *cannot_exec,
+               char *err, size_t n);
 
 #endif

@@ -776,13 +776,16 @@ static bool set_java_max_ram(struct profile *p, const char *v, struct origin at,
 
 static bool set_loader_env(struct profile *p, const char *v, struct origin at, const char **why);
 
-/* A user or group as the profile names it: a name useradd would accept, or a number. */
+/*
+ * A user or group as the profile names it: a name useradd would accept (or
+ * sssd's user@domain), or a number. Empty undoes what an include set.
+ */
 static bool valid_account(const char *v)
 {
-    if (*v == '\0' || *v == '-' || strlen(v) > 64)
+    if (*v == '-' || strlen(v) > 64)
         return false;
     for (const char *c = v; *c; c++)
-        if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '-' || *c == '.' ||
+        if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '-' || *c == '.' || *c == '@' ||
               (*c == '$' && c[1] == '\0')))
             return false;
     return true;
@@ -791,6 +794,11 @@ static bool valid_account(const char *v)
 static bool set_account(char **dst, struct origin *dst_at, const char *what, const char *v,
                         struct origin at, const char **why)
 {
+    if (*v == '\0') {
+        free(*dst);
+        *dst = NULL;
+        return true;
+    }
     if (!valid_account(v)) {
         *why = why_buf(what, v);
         return false;
@@ -813,21 +821,39 @@ static bool set_group(struct profile *p, const char *v, struct origin at, const 
                        "'%.60s' is not a group name or gid", v, at, why);
 }
 
-/* libcap knows the names (cap_from_name); `none` or nothing keeps none. */
+/*
+ * Names as capabilities(7) gives them (libcap's cap_from_name), or `none`;
+ * empty undoes what an include set.
+ */
 static bool set_keep_caps(struct profile *p, const char *v, struct origin at, const char **why)
 {
+    if (*v == '\0') {
+        p->security.keep_caps_set = false;
+        p->security.keep_caps = 0;
+        return true;
+    }
+    if (strcasecmp(v, "none") == 0) {
+        p->security.keep_caps_set = true;
+        p->security.keep_caps = 0;
+        p->security.keep_caps_at = at;
+        return true;
+    }
     uint64_t mask = 0;
     char *list = xstrdup(v), *save = NULL;
     bool ok = true;
     for (char *t = strtok_r(list, ",", &save); t && ok; t = strtok_r(NULL, ",", &save)) {
         cap_value_t cap;
         t = str_trim(t);
-        if (*t == '\0' || strcasecmp(t, "none") == 0)
+        if (*t == '\0')
             continue;
-        /* cap_from_name() takes a name's prefix from "cap_a cap_b": one name, nothing else */
-        if (t[strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")] !=
-                '\0' ||
-            cap_from_name(t, &cap) < 0 || cap < 0 || cap > 63) {
+        /*
+         * One name and nothing else: cap_from_name() would take a prefix of
+         * "cap_a cap_b", a number, and "none" among names.
+         */
+        bool name =
+            isalpha((unsigned char)*t) && strcasecmp(t, "none") != 0 &&
+            t[strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")] == '\0';
+        if (!name || cap_from_name(t, &cap) < 0 || cap < 0 || cap > 63) {
             *why = why_buf("'%.60s' is not a capability (see capabilities(7); for example "
                            "cap_net_bind_service)",
                            t);

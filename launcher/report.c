@@ -243,19 +243,31 @@ void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, co
     }
     if (pl->privs) {
         const struct privs *pv = pl->privs;
+        /* null: unchanged */
         fprintf(f, "  \"privileges\": {\"user\": ");
-        json_string(f, pv->change_id ? pv->user : NULL);
-        if (pv->change_id)
-            fprintf(f, ", \"uid\": %lu, \"gid\": %lu", (unsigned long)pv->uid,
+        if (pv->change_id) {
+            json_string(f, pv->user_name);
+            fprintf(f, ", \"group\": ");
+            json_string(f, pv->group_name);
+            fprintf(f, ", \"uid\": %lu, \"gid\": %lu, \"groups\": [", (unsigned long)pv->uid,
                     (unsigned long)pv->gid);
-        fprintf(f, ", \"groups\": [");
-        for (size_t i = 0; i < pv->ngroups; i++)
+        } else {
+            fprintf(f, "null, \"group\": null, \"uid\": null, \"gid\": null, \"groups\": null");
+        }
+        for (size_t i = 0; pv->change_id && i < pv->ngroups; i++)
             fprintf(f, "%s%lu", i ? ", " : "", (unsigned long)pv->groups[i]);
-        char *caps = pv->caps ? privs_cap_list(pv->keep) : NULL;
-        fprintf(f, "], \"capabilities\": ");
-        json_string(f, caps ? caps : "unchanged");
-        fprintf(f, ", \"no_new_privs\": %s},\n", pv->no_new_privs ? "true" : "false");
-        free(caps);
+        fprintf(f, "%s, \"capabilities\": %s", pv->change_id ? "]" : "", pv->caps ? "[" : "null");
+        for (int c = 0, first = 1; pv->caps && c < 64; c++) {
+            if (!(pv->keep & (UINT64_C(1) << c)))
+                continue;
+            char *name = privs_cap_list(UINT64_C(1) << c);
+            fprintf(f, "%s", first ? "" : ", ");
+            json_string(f, name);
+            free(name);
+            first = 0;
+        }
+        fprintf(f, "%s, \"no_new_privs\": %s},\n", pv->caps ? "]" : "",
+                pv->no_new_privs ? "true" : "false");
     }
     fprintf(f, "  \"degraded\": %s,\n  \"notes\": [", pl->degraded ? "true" : "false");
     for (size_t i = 0; i < pl->nnotes; i++) {

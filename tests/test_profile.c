@@ -302,6 +302,17 @@ static void test_security_keys(void **state)
     assert_non_null(strstr(e.msg, "no user 'no-such-user-here' on this system"));
     assert_true(profile_set(&p, "security.keep_caps=none", &e));
     assert_true(p.security.keep_caps_set && p.security.keep_caps == 0);
+    assert_true(profile_set(&p, "security.user=4294967295", &e));
+    assert_false(privs_resolve(&pv, &p, &e));
+    assert_non_null(strstr(e.msg, "'4294967295' is not a uid"));
+    /* empty undoes what an include set */
+    assert_true(profile_set(&p, "security.keep_caps=", &e));
+    assert_false(p.security.keep_caps_set);
+    assert_true(profile_set(&p, "security.user=", &e));
+    assert_true(profile_set(&p, "security.group=", &e));
+    assert_null(p.security.user);
+    assert_true(profile_set(&p, "security.no_new_privs=no", &e));
+    assert_false(privs_wanted(&p));
     profile_free(&p);
 
     /* keep_caps alone: root keeps only those */
@@ -324,6 +335,10 @@ static void test_security_keys(void **state)
     assert_non_null(strstr(m, "bad.ini:2: security.user: 'root:root' is not a user name or uid"));
     m = load_error("[security]\nkeep_caps = cap_net_bind_service,cap_fly\n");
     assert_non_null(strstr(m, "bad.ini:2: security.keep_caps: 'cap_fly' is not a capability"));
+    m = load_error("[security]\nkeep_caps = none, cap_chown\n");
+    assert_non_null(strstr(m, "'none' is not a capability"));
+    m = load_error("[security]\nkeep_caps = 12\n");
+    assert_non_null(strstr(m, "'12' is not a capability"));
     m = load_error("[security]\nkeep_caps = cap_net_bind_service cap_kill\n");
     assert_non_null(strstr(m, "'cap_net_bind_service cap_kill' is not a capability"));
     m = load_error("[security]\nno_new_privs = perhaps\n");
