@@ -183,4 +183,15 @@ void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *
                 "# itself meanwhile.\n",
                 thp, MEMORY_THP_SINCE,
                 version ? "this host has an older one" : "no systemctl found here");
+    /*
+     * Only as comments: these lines are right for a hardened unit and wrong
+     * for a plain one (a SystemCallFilter= of a few calls would deny all else).
+     */
+    fputs("# If the unit is hardened, tunerun also needs (see contrib/systemd/):\n"
+          "#   ReadWritePaths=-/run/tunerun     its claims, under ProtectSystem=strict\n"
+          "#   ExecPaths=/usr/bin/tunerun       under NoExecPaths=/\n"
+          "#   @resources in SystemCallFilter=  sched_setaffinity, set_mempolicy, setrlimit\n"
+          "#   no ProtectProc=invisible         to see services that yield CPUs\n"
+          "#   no PrivateUsers=, and @privileged allowed, with [security] user\n",
+          f);
 }
