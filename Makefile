@@ -13,6 +13,7 @@ PREFIX   ?= /usr/local
 BINDIR   ?= $(PREFIX)/bin
 DATADIR  ?= $(PREFIX)/share/tunerun
 MANDIR   ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 
 CC       ?= cc
 CFLAGS   ?= -O2 -g
@@ -83,7 +84,7 @@ test: test-deps
 SANITIZE = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 sanitize: test-deps
 	@rm -rf build/asan && mkdir -p build/asan
-	@cp -r launcher profiles tests Makefile build/asan/
+	@cp -r launcher profiles tests contrib Makefile build/asan/
 	@rm -f build/asan/launcher/*.o build/asan/launcher/config.h
 	@$(MAKE) --no-print-directory -s -C build/asan CFLAGS="$(SANITIZE)" \
 		LDFLAGS="-fsanitize=address,undefined" all tests/probe tests/claimer $(UNIT_TESTS)
@@ -132,10 +133,11 @@ install: all
 	install -m 0644 profiles/*.ini $(DESTDIR)$(DATADIR)/profiles/
 	install -D -m 0644 launcher/man/tunerun.1 $(DESTDIR)$(MANDIR)/man1/tunerun.1
 	install -D -m 0644 launcher/man/tunerun.ini.5 $(DESTDIR)$(MANDIR)/man5/tunerun.ini.5
+	install -D -m 0644 contrib/bash-completion/tunerun $(DESTDIR)$(BASHCOMPDIR)/tunerun
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/tunerun $(DESTDIR)$(MANDIR)/man1/tunerun.1 \
-	      $(DESTDIR)$(MANDIR)/man5/tunerun.ini.5
+	      $(DESTDIR)$(MANDIR)/man5/tunerun.ini.5 $(DESTDIR)$(BASHCOMPDIR)/tunerun
 	rm -f $(addprefix $(DESTDIR)$(DATADIR)/profiles/,$(notdir $(wildcard profiles/*.ini)))
 	-rmdir $(DESTDIR)$(DATADIR)/profiles $(DESTDIR)$(DATADIR)
 

@@ -20,6 +20,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <hwloc.h>
+#include <sys/capability.h>
 #include <unistd.h>
 
 #include "apply.h"
@@ -63,6 +65,21 @@ struct options {
     char **command; /* after "--" */
 };
 
+/*
+ * GNU --version: the name and version first (the version after the last
+ * space), then what it was built against and runs with, then the authors.
+ */
+static void print_version(void)
+{
+    unsigned api = hwloc_get_api_version();
+    printf("tunerun %s\n"
+           "built with hwloc API %u.%u, libnuma, libcap %d.%d, inih; running hwloc API %u.%u\n"
+           "Copyright (C) 2026 the tunerun authors.\n"
+           "Written by the tunerun authors.\n",
+           TUNERUN_VERSION, HWLOC_API_VERSION >> 16, (HWLOC_API_VERSION >> 8) & 0xff, LIBCAP_MAJOR,
+           LIBCAP_MINOR, api >> 16, (api >> 8) & 0xff);
+}
+
 static void usage(FILE *out)
 {
     fputs("Usage:\n"
@@ -76,7 +93,7 @@ static void usage(FILE *out)
           " tunerun profiles\n"
           "\n"
           "Place a service on this machine's CPUs and NUMA memory the way its workload\n"
-          "profile asks (mysql, redis, nginx, java), set its limits, THP mode and\n"
+          "profile asks (mysql, mariadb, redis, nginx, java), set its limits, THP mode and\n"
           "environment, then execute COMMAND in place (same pid).\n"
           "\n"
           "Verbs:\n"
@@ -122,7 +139,7 @@ static void usage(FILE *out)
           " tunerun plan nginx --set placement.nodes=2\n"
           " tunerun plan mysql --topology synthetic:'pack:2 numa:1 core:8 pu:2' --json\n"
           "\n"
-          "See tunerun(1) and tunerun.ini(5).\n",
+          "Full documentation: man tunerun, and man tunerun.ini for the profile keys.\n",
           out);
 }
 
@@ -231,7 +248,7 @@ static int parse_args(int argc, char **argv, struct options *o)
             usage(stdout);
             return 0;
         case 'V':
-            printf("tunerun %s\n", TUNERUN_VERSION);
+            print_version();
             return 0;
         default:
             fprintf(stderr, "Try 'tunerun --help' for more information.\n");
