@@ -84,7 +84,7 @@ test: test-deps
 SANITIZE = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 sanitize: test-deps
 	@rm -rf build/asan && mkdir -p build/asan
-	@cp -r launcher profiles tests contrib Makefile build/asan/
+	@cp -r launcher profiles tests contrib Makefile .dockerignore build/asan/
 	@rm -f build/asan/launcher/*.o build/asan/launcher/config.h
 	@$(MAKE) --no-print-directory -s -C build/asan CFLAGS="$(SANITIZE)" \
 		LDFLAGS="-fsanitize=address,undefined" all tests/probe tests/claimer $(UNIT_TESTS)
