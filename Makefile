@@ -14,6 +14,7 @@ BINDIR   ?= $(PREFIX)/bin
 DATADIR  ?= $(PREFIX)/share/tunerun
 MANDIR   ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 
 CC       ?= cc
 CFLAGS   ?= -O2 -g
@@ -134,10 +135,12 @@ install: all
 	install -D -m 0644 launcher/man/tunerun.1 $(DESTDIR)$(MANDIR)/man1/tunerun.1
 	install -D -m 0644 launcher/man/tunerun.ini.5 $(DESTDIR)$(MANDIR)/man5/tunerun.ini.5
 	install -D -m 0644 contrib/bash-completion/tunerun $(DESTDIR)$(BASHCOMPDIR)/tunerun
+	install -D -m 0644 contrib/tmpfiles.d/tunerun.conf $(DESTDIR)$(TMPFILESDIR)/tunerun.conf
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/tunerun $(DESTDIR)$(MANDIR)/man1/tunerun.1 \
-	      $(DESTDIR)$(MANDIR)/man5/tunerun.ini.5 $(DESTDIR)$(BASHCOMPDIR)/tunerun
+	      $(DESTDIR)$(MANDIR)/man5/tunerun.ini.5 $(DESTDIR)$(BASHCOMPDIR)/tunerun \
+	      $(DESTDIR)$(TMPFILESDIR)/tunerun.conf
 	rm -f $(addprefix $(DESTDIR)$(DATADIR)/profiles/,$(notdir $(wildcard profiles/*.ini)))
 	-rmdir $(DESTDIR)$(DATADIR)/profiles $(DESTDIR)$(DATADIR)
 

@@ -643,6 +643,12 @@ static int shrink_services(const struct plan *pl, struct registry *reg, struct m
                      "so it keeps CPUs %s too",
                      k->profile, gives);
             f++;
+        } else if (f > 0) {
+            log_warn("%s: moved %zu thread%s of %zu process%s off CPUs %s; %d could not be moved "
+                     "(above), so it keeps them too and shares them with this service (fix: "
+                     "CAP_SYS_NICE, and CAP_SYS_PTRACE to see what other users run)",
+                     k->profile, moved, moved == 1 ? "" : "s", seen, seen == 1 ? "" : "es", gives,
+                     f);
         } else {
             log_notice("%s: moved %zu thread%s of %zu process%s off CPUs %s; it keeps CPUs %s",
                        k->profile, moved, moved == 1 ? "" : "s", seen, seen == 1 ? "" : "es", gives,
@@ -839,9 +845,10 @@ static int list_services(const struct options *o, struct state_dir *sd)
 
 /*
  * This machine's topology, through the cache in the state directory. A
- * default state directory that cannot be had only costs the cache; one that
- * someone else could write is named in a warning and left alone. A
- * --state-dir that cannot be used is an error: it was asked for.
+ * default state directory that cannot be had costs the cache and, for
+ * root, the registry (a warning); one that someone else could write is
+ * named in a warning and left alone. A --state-dir that cannot be used is
+ * an error: it was asked for.
  */
 static bool load_topology(const struct options *o, struct topo *t, struct state_dir *sd)
 {
@@ -854,6 +861,12 @@ static bool load_topology(const struct options *o, struct topo *t, struct state_
         }
         if (st == STATE_UNSAFE)
             log_warn("%s; no topology cache, and running services are not known", e.msg);
+        else if (st == STATE_UNAVAILABLE && geteuid() == 0)
+            /* root's services are the ones others must know of: a unit's read-only /run */
+            log_warn("%s; this service is not registered, so services started later do not "
+                     "know of it (fix: the tmpfiles.d entry tunerun installs creates it at "
+                     "boot; a unit with ProtectSystem=strict needs ReadWritePaths=/run/tunerun)",
+                     e.msg);
         else if (st == STATE_UNAVAILABLE)
             log_info("%s", e.msg);
     }

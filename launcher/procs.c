@@ -46,12 +46,58 @@ static bool numeric(const char *s, long *v)
     return *end == '\0';
 }
 
-void procs_holding(const struct file_id *files, size_t n, struct pid_list *out)
+/* Field 4 of /proc/PID/stat, which anyone may read; 0 when gone. */
+static long parent_of(long pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    if (!read_line_file(path, buf, sizeof(buf)))
+        return 0;
+    const char *p = strrchr(buf, ')'); /* the command name may hold anything */
+    long ppid = 0;
+    return p && sscanf(p + 1, " %*c %ld", &ppid) == 1 ? ppid : 0;
+}
+
+static bool listed(const struct pid_list *l, long pid)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i] == pid)
+            return true;
+    return false;
+}
+
+/*
+ * Processes whose fds this process may not read (another user's, without
+ * CAP_SYS_PTRACE: nginx's workers once they became www-data) count as
+ * holding what their parent holds: they inherited it at fork. Found
+ * through the parent in /proc/PID/stat, until nothing more is added.
+ */
+static void add_unreadable_children(const struct pid_list *unreadable, struct pid_list *out,
+                                    size_t n)
+{
+    long *parent = xcalloc(unreadable->n ? unreadable->n : 1, sizeof(long));
+    for (size_t u = 0; u < unreadable->n; u++)
+        parent[u] = parent_of(unreadable->v[u]);
+    for (bool added = true; added;) {
+        added = false;
+        for (size_t u = 0; u < unreadable->n; u++)
+            for (size_t i = 0; i < n; i++)
+                if (parent[u] > 0 && listed(&out[i], parent[u]) &&
+                    !listed(&out[i], unreadable->v[u])) {
+                    pid_list_add(&out[i], unreadable->v[u]);
+                    added = true;
+                }
+    }
+    free(parent);
+}
+
+void procs_holding(const struct file_id *files, size_t n, const long *witness, struct pid_list *out)
 {
     memset(out, 0, n * sizeof(*out));
     DIR *proc = opendir("/proc");
     if (proc == NULL)
         return;
+    struct pid_list unreadable = {0};
     struct dirent *p;
     while ((p = readdir(proc)) != NULL) {
         long pid;
@@ -60,10 +106,10 @@ void procs_holding(const struct file_id *files, size_t n, struct pid_list *out)
         char path[64];
         snprintf(path, sizeof(path), "/proc/%ld/fd", pid);
         DIR *fds = opendir(path);
-        if (fds == NULL)
-            continue; /* gone, or not ours to look at */
+        /* root without CAP_SYS_PTRACE lists another user's fds but reads no link */
+        bool denied = fds == NULL && errno == EACCES;
         struct dirent *f;
-        while ((f = readdir(fds)) != NULL) {
+        while (fds && !denied && (f = readdir(fds)) != NULL) {
             char link[64], target[4096];
             long fd;
             if (!numeric(f->d_name, &fd))
@@ -71,6 +117,7 @@ void procs_holding(const struct file_id *files, size_t n, struct pid_list *out)
             snprintf(link, sizeof(link), "/proc/%ld/fd/%ld", pid, fd);
             /* the name first: sockets and pipes are passed over without a stat */
             ssize_t len = readlink(link, target, sizeof(target) - 1);
+            denied = len < 0 && (errno == EACCES || errno == EPERM);
             if (len <= 0)
                 continue;
             target[len] = '\0';
@@ -81,9 +128,17 @@ void procs_holding(const struct file_id *files, size_t n, struct pid_list *out)
                 if (files[i].dev == st.st_dev && files[i].ino == st.st_ino)
                     pid_list_add(&out[i], pid);
         }
-        closedir(fds);
+        if (denied)
+            pid_list_add(&unreadable, pid);
+        if (fds)
+            closedir(fds);
     }
     closedir(proc);
+    for (size_t i = 0; i < n; i++)
+        if (witness[i] > 0)
+            pid_list_add(&out[i], witness[i]);
+    add_unreadable_children(&unreadable, out, n);
+    pid_list_free(&unreadable);
 }
 
 bool procs_threads(long pid, struct pid_list *out)

@@ -27,11 +27,15 @@ struct pid_list {
 
 /*
  * For each of n files, the processes with an fd open on it, found through
- * /proc/PID/fd in one pass over /proc. out[] has n entries; free each with
- * pid_list_free(). Processes in pid namespaces this one cannot see are not
- * found.
+ * /proc/PID/fd in one pass over /proc, and witness[i] when it is above 0
+ * (a pid known to hold it). out[] has n entries; free each with
+ * pid_list_free(). A process whose fds this one may not read (another
+ * user's, or one with capabilities this one lacks, without CAP_SYS_PTRACE)
+ * counts as a holder when its parent is one. Processes in pid namespaces
+ * this one cannot see are not found.
  */
-void procs_holding(const struct file_id *files, size_t n, struct pid_list *out);
+void procs_holding(const struct file_id *files, size_t n, const long *witness,
+                   struct pid_list *out);
 void pid_list_add(struct pid_list *l, long pid);
 void pid_list_free(struct pid_list *l);
 

@@ -421,16 +421,17 @@ void registry_holders(const struct registry *r, const struct claim *claims, size
                       struct pid_list *out)
 {
     struct file_id *ids = xcalloc(n ? n : 1, sizeof(*ids));
+    long *witness = xcalloc(n ? n : 1, sizeof(*witness));
     for (size_t i = 0; i < n; i++) {
         struct stat st;
         if (fstatat(r->sd->fd, claims[i].file, &st, AT_SYMLINK_NOFOLLOW) == 0)
             ids[i] = (struct file_id){st.st_dev, st.st_ino};
+        witness[i] = pid_alive(r, &claims[i]) ? claims[i].pid : 0;
     }
-    procs_holding(ids, n, out); /* one pass over /proc for all of them */
+    procs_holding(ids, n, witness, out); /* one pass over /proc for all of them */
     free(ids);
+    free(witness);
     for (size_t i = 0; i < n; i++) {
-        if (pid_alive(r, &claims[i]))
-            pid_list_add(&out[i], claims[i].pid);
         /* never this process: a launch placed already, or a ps run from inside a service */
         for (size_t k = 0; k < out[i].n; k++)
             if (out[i].v[k] == (long)getpid())

@@ -65,7 +65,9 @@ int systemd_version(void)
  */
 static void put_word(FILE *f, const char *w)
 {
-    bool quote = *w == '\0' || strpbrk(w, " \t\n\r\"'\\;") != NULL;
+    bool quote = *w == '\0' || strpbrk(w, " \"'\\;") != NULL;
+    for (const char *c = w; *c; c++)
+        quote |= (unsigned char)*c < 0x20 || *c == 0x7f;
     if (quote)
         fputc('"', f);
     for (; *w; w++) {
@@ -73,6 +75,10 @@ static void put_word(FILE *f, const char *w)
             fputc(*w, f); /* %% and $$ */
         if (*w == '\n' || *w == '\r' || *w == '\t') {
             fprintf(f, "\\%c", *w == '\n' ? 'n' : *w == '\r' ? 'r' : 't');
+            continue;
+        }
+        if ((unsigned char)*w < 0x20 || *w == 0x7f) { /* systemd reads C escapes */
+            fprintf(f, "\\x%02x", (unsigned char)*w);
             continue;
         }
         if (quote && (*w == '"' || *w == '\\'))
@@ -189,9 +195,15 @@ void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *
      */
     fputs("# If the unit is hardened, tunerun also needs (see contrib/systemd/):\n"
           "#   ReadWritePaths=-/run/tunerun     its claims, under ProtectSystem=strict\n"
-          "#   ExecPaths=/usr/bin/tunerun       under NoExecPaths=/\n"
+          "#   ExecPaths=",
+          f);
+    put_word(f, a->tunerun);
+    fputs("\n"
+          "#                                    under NoExecPaths=/\n"
           "#   @resources in SystemCallFilter=  sched_setaffinity, set_mempolicy, setrlimit\n"
           "#   no ProtectProc=invisible         to see services that yield CPUs\n"
+          "#   CAP_SYS_PTRACE CAP_SYS_NICE in CapabilityBoundingSet=, to see and move\n"
+          "#                                    other users' processes that yield CPUs\n"
           "#   no PrivateUsers=, and @privileged allowed, with [security] user\n",
           f);
 }
