@@ -61,20 +61,25 @@ struct options {
     const char *root;     /* doctor: where /proc and /sys are read (fixtures) */
     bool strict;
     bool json;
+    bool keys; /* profiles --keys */
     enum log_level level;
     char **command; /* after "--" */
 };
 
 /*
  * GNU --version: the name and version first (the version after the last
- * space), then what it was built against and runs with, then the authors.
+ * space), the copyright second, then what it was built against and runs
+ * with, and after a blank line the authors. No licence line: the project
+ * has not chosen one yet.
  */
 static void print_version(void)
 {
     unsigned api = hwloc_get_api_version();
     printf("tunerun %s\n"
-           "built with hwloc API %u.%u, libnuma, libcap %d.%d, inih; running hwloc API %u.%u\n"
            "Copyright (C) 2026 the tunerun authors.\n"
+           "Built with hwloc API %u.%u, libnuma, libcap %d.%d and inih; running hwloc API "
+           "%u.%u.\n"
+           "\n"
            "Written by the tunerun authors.\n",
            TUNERUN_VERSION, HWLOC_API_VERSION >> 16, (HWLOC_API_VERSION >> 8) & 0xff, LIBCAP_MAJOR,
            LIBCAP_MINOR, api >> 16, (api >> 8) & 0xff);
@@ -90,7 +95,7 @@ static void usage(FILE *out)
           " tunerun ps [--json] [--state-dir DIR]\n"
           " tunerun systemd [options] PROFILE [-- COMMAND [ARG...]]\n"
           " tunerun doctor [PROFILE] [--data-dir DIR] [--root DIR] [--json]\n"
-          " tunerun profiles\n"
+          " tunerun profiles [--keys]\n"
           "\n"
           "Place a service on this machine's CPUs and NUMA memory the way its workload\n"
           "profile asks (mysql, mariadb, redis, nginx, java), set its limits, THP mode and\n"
@@ -107,7 +112,8 @@ static void usage(FILE *out)
           " doctor      audit this host for the profile, in the seed's order: CPU\n"
           "             frequency, NUMA, THP, swap, dirty pages, IO scheduler, files,\n"
           "             cgroup limits, capabilities; each finding with its fix\n"
-          " profiles    list the profiles found and where each comes from\n"
+          " profiles    list the profiles found and where each comes from; with\n"
+          "             --keys, every SECTION.KEY a profile and --set take\n"
           "\n"
           "Options:\n"
           "     --profile-file FILE    read the profile from FILE instead of by name\n"
@@ -143,11 +149,13 @@ static void usage(FILE *out)
           out);
 }
 
+/* An error line (with its journald priority when stderr is the journal), then GNU's hint. */
 static int usage_error(const char *fmt, const char *arg)
 {
-    fprintf(stderr, "tunerun: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nTry 'tunerun --help' for more information.\n");
+    char msg[512];
+    snprintf(msg, sizeof(msg), fmt, arg);
+    log_error("%s", msg);
+    fprintf(stderr, "Try 'tunerun --help' for more information.\n");
     return EXIT_TUNERUN;
 }
 
@@ -163,6 +171,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"data-dir", required_argument, NULL, 'a'},
         {"root", required_argument, NULL, 'r'},
         {"json", no_argument, NULL, 'j'},
+        {"keys", no_argument, NULL, 'k'},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -199,6 +208,7 @@ static int parse_args(int argc, char **argv, struct options *o)
     bool first_is_verb = false;
     int c;
     optind = 1;
+    opterr = 0; /* our own messages: they carry the journald priority */
     while (optind < dashdash) {
         c = getopt_long(dashdash, argv, "+vqhV", longopts, NULL);
         if (c == -1) {
@@ -232,6 +242,9 @@ static int parse_args(int argc, char **argv, struct options *o)
         case 'j':
             o->json = true;
             break;
+        case 'k':
+            o->keys = true;
+            break;
         case 'a':
             o->data_dir = optarg;
             break;
@@ -250,9 +263,15 @@ static int parse_args(int argc, char **argv, struct options *o)
         case 'V':
             print_version();
             return 0;
-        default:
-            fprintf(stderr, "Try 'tunerun --help' for more information.\n");
-            return EXIT_TUNERUN;
+        default: {
+            const char *word = argv[optind - 1];
+            char shortopt[2] = {(char)optopt, '\0'};
+            if (optopt && strncmp(word, "--", 2) == 0)
+                return usage_error("option '%s' requires an argument", word);
+            if (optopt)
+                return usage_error("invalid option -- '%s'", shortopt);
+            return usage_error("unrecognized option '%s'", word);
+        }
         }
     }
     o->verb = VERB_RUN;
@@ -274,11 +293,13 @@ static int parse_args(int argc, char **argv, struct options *o)
         if (o->verb == VERB_PS && (o->topology || o->nsets || o->strict || o->profile_file))
             return usage_error("%s", "ps takes only --json and --state-dir");
         if (o->verb == VERB_PROFILES && (o->json || o->topology || o->nsets || o->strict))
-            return usage_error("%s", "profiles takes no options");
+            return usage_error("%s", "profiles takes only --keys");
         if (o->verb == VERB_TOPO && (o->nsets || o->strict || o->profile_file))
             return usage_error("%s", "topo takes only --json, --topology and --state-dir");
         return -1;
     }
+    if (o->keys)
+        return usage_error("%s", "--keys is for profiles only");
     if ((o->data_dir || o->root) && o->verb != VERB_DOCTOR)
         return usage_error("%s", "--data-dir and --root are doctor's only");
     if (o->verb == VERB_DOCTOR) {
@@ -881,6 +902,7 @@ static bool load_topology(const struct options *o, struct topo *t, struct state_
 int main(int argc, char **argv)
 {
     struct options o = {0};
+    log_init(LOG_NORMAL); /* so that usage errors carry their journald priority too */
     int status = parse_args(argc, argv, &o);
     if (status >= 0) {
         free(o.sets);
@@ -896,6 +918,11 @@ int main(int argc, char **argv)
     struct topo t;
     struct state_dir sd = {-1, NULL};
 
+    if (o.verb == VERB_PROFILES && o.keys) {
+        profile_list_keys(stdout);
+        status = 0;
+        goto out;
+    }
     if (o.verb == VERB_PROFILES) {
         status = list_profiles(&paths);
         goto out;

@@ -908,6 +908,15 @@ static const struct key_def {
     {"security", "no_new_privs", set_no_new_privs},
 };
 
+void profile_list_keys(FILE *f)
+{
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        fprintf(f, "%s.%s\n", keys[i].section, keys[i].key);
+    for (size_t i = 0; i < sizeof(rlimits) / sizeof(rlimits[0]); i++)
+        fprintf(f, "limits.%s\n", rlimits[i].name);
+    fputs("env.NAME\n", f);
+}
+
 static bool valid_env_name(const char *s)
 {
     if (!(isalpha((unsigned char)*s) || *s == '_'))

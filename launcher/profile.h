@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/resource.h>
 
 #include "log.h"
@@ -145,6 +146,9 @@ bool profile_check(const struct profile *p, struct err *e);
 bool profile_set(struct profile *p, const char *assignment, struct err *e);
 
 void profile_free(struct profile *p);
+
+/* Every SECTION.KEY a profile or --set takes, one per line; [env] as env.NAME. */
+void profile_list_keys(FILE *f);
 
 /* Names used by plans and reports. */
 const char *rlimit_name(int resource);
