@@ -159,6 +159,39 @@ static int usage_error(const char *fmt, const char *arg)
     return EXIT_TUNERUN;
 }
 
+/*
+ * What was wrong with a long option getopt_long() refused, said as glibc
+ * says it (opterr is off so that the line carries its journald priority).
+ */
+static int long_option_error(const struct option *longopts, const char *word)
+{
+    const char *name = word + 2, *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    const struct option *match = NULL;
+    int matches = 0;
+    for (const struct option *l = longopts; l->name; l++) {
+        if (strncmp(l->name, name, len) != 0)
+            continue;
+        if (strlen(l->name) == len) { /* exact: it wins over prefixes */
+            match = l;
+            matches = 1;
+            break;
+        }
+        match = l;
+        matches++;
+    }
+    char opt[128];
+    snprintf(opt, sizeof(opt), "--%.*s", (int)(len < 100 ? len : 100), name);
+    if (matches == 0)
+        return usage_error("unrecognized option '%s'", word);
+    if (matches > 1)
+        return usage_error("option '%s' is ambiguous", opt);
+    snprintf(opt, sizeof(opt), "--%s", match->name);
+    if (eq && match->has_arg == no_argument)
+        return usage_error("option '%s' doesn't allow an argument", opt);
+    return usage_error("option '%s' requires an argument", opt);
+}
+
 /* Returns -1 when parsing succeeded, else the exit status. */
 static int parse_args(int argc, char **argv, struct options *o)
 {
@@ -266,11 +299,9 @@ static int parse_args(int argc, char **argv, struct options *o)
         default: {
             const char *word = argv[optind - 1];
             char shortopt[2] = {(char)optopt, '\0'};
-            if (optopt && strncmp(word, "--", 2) == 0)
-                return usage_error("option '%s' requires an argument", word);
-            if (optopt)
-                return usage_error("invalid option -- '%s'", shortopt);
-            return usage_error("unrecognized option '%s'", word);
+            if (strncmp(word, "--", 2) == 0)
+                return long_option_error(longopts, word);
+            return usage_error("invalid option -- '%s'", shortopt);
         }
         }
     }
