@@ -243,6 +243,7 @@ static int parse_args(int argc, char **argv, struct options *o)
     optind = 1;
     opterr = 0; /* our own messages: they carry the journald priority */
     while (optind < dashdash) {
+        int at = optind; /* the word getopt reads: optind stays within a cluster like -xv */
         c = getopt_long(dashdash, argv, "+vqhV", longopts, NULL);
         if (c == -1) {
             if (optind >= dashdash)
@@ -297,7 +298,7 @@ static int parse_args(int argc, char **argv, struct options *o)
             print_version();
             return 0;
         default: {
-            const char *word = argv[optind - 1];
+            const char *word = argv[at];
             char shortopt[2] = {(char)optopt, '\0'};
             if (strncmp(word, "--", 2) == 0)
                 return long_option_error(longopts, word);
