@@ -362,13 +362,13 @@ static int write_file(const char *dir, const char *file, const char *value)
  */
 static int move_self(const char *dir, bool v2)
 {
+    if (!v2) {
+        int error = write_file(dir, "tasks", "0");
+        /* a delegation may grant cgroup.procs alone (cgcreate -a without -t) */
+        if (error != EACCES && error != EPERM && error != ENOENT)
+            return error;
+    }
     char pid[32];
-    int error = v2 ? ENOENT : write_file(dir, "tasks", "0");
-    /* a delegation may grant cgroup.procs alone (cgcreate -a without -t) */
-    if (error != 0 && error != EACCES && error != EPERM && error != ENOENT)
-        return error;
-    if (error == 0)
-        return 0;
     snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
     return write_file(dir, "cgroup.procs", pid);
 }

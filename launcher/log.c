@@ -40,6 +40,11 @@ void log_set_subject(const char *s)
     subject = s;
 }
 
+void log_set_level(enum log_level level)
+{
+    current_level = level;
+}
+
 enum log_level log_level(void)
 {
     return current_level;

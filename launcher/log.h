@@ -15,6 +15,8 @@
 enum log_level { LOG_QUIET = 0, LOG_NORMAL = 1, LOG_VERBOSE = 2 };
 
 void log_init(enum log_level level);
+/* Change the level alone (after the options are read); the stream test stays. */
+void log_set_level(enum log_level level);
 /* The profile name that prefixes every later message (NULL for none). */
 void log_set_subject(const char *subject);
 enum log_level log_level(void);

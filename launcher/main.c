@@ -715,23 +715,6 @@ static int shrink_services(const struct plan *pl, struct registry *reg, struct m
     return failed;
 }
 
-/* Whether execvp() would find the command: checked before anything changes. */
-static bool command_found(const char *cmd)
-{
-    if (strchr(cmd, '/'))
-        return access(cmd, F_OK) == 0;
-    const char *path = getenv("PATH");
-    char *dirs = xstrdup(path && *path ? path : "/bin:/usr/bin"), *save = NULL;
-    bool found = false;
-    for (char *d = strtok_r(dirs, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
-        char *full = xasprintf("%s/%s", *d ? d : ".", cmd);
-        found = access(full, X_OK) == 0;
-        free(full);
-    }
-    free(dirs);
-    return found;
-}
-
 static int run(const struct options *o, struct profile *p, struct topo *t,
                const struct state_dir *sd, const struct cgroup *cg, const struct privs *pv)
 {
@@ -741,7 +724,8 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     char key[CLAIM_KEY_LEN + 1];
     int claim_fd = -1;
     launch_key(p, o->command, key, sizeof(key));
-    if (!command_found(o->command[0])) {
+    /* whether execvp() would find the command: checked before anything changes */
+    if (!command_access(o->command[0], F_OK, 0)) {
         log_error("cannot execute '%s': %s", o->command[0], strerror(ENOENT));
         return EXIT_NOT_FOUND;
     }
@@ -940,7 +924,7 @@ int main(int argc, char **argv)
         free(o.sets);
         return status;
     }
-    log_init(o.level);
+    log_set_level(o.level);
 
     char *exe_dir = exe_profile_dir();
     struct profile_paths paths;

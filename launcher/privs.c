@@ -32,9 +32,9 @@ bool privs_wanted(const struct profile *p)
 
 static char *where(struct origin at, const char *key)
 {
-    if (at.line > 0)
-        return xasprintf("%s:%d: security.%s", at.file, at.line, key);
-    return xasprintf("--set security.%s", key);
+    char buf[4200];
+    profile_where(buf, sizeof(buf), at, "security", key, NULL);
+    return xstrdup(buf);
 }
 
 /* A number names an id (even where a name made of digits exists, as with chown(1)). */
@@ -305,27 +305,6 @@ static bool have(cap_t caps, cap_value_t c, cap_flag_t set)
     return cap_get_flag(caps, c, set, &v) == 0 && v == CAP_SET;
 }
 
-/* Whether the current effective ids may execute command, found as execvp(3) would. */
-static bool can_exec(const char *command)
-{
-    if (strchr(command, '/'))
-        return faccessat(AT_FDCWD, command, X_OK, AT_EACCESS) == 0;
-    const char *path = getenv("PATH");
-    char *dirs = xstrdup(path && *path ? path : "/bin:/usr/bin"), *save = NULL;
-    bool ok = false;
-    int error = ENOENT;
-    for (char *d = strtok_r(dirs, ":", &save); d && !ok; d = strtok_r(NULL, ":", &save)) {
-        char *full = xasprintf("%s/%s", *d ? d : ".", command);
-        ok = faccessat(AT_FDCWD, full, X_OK, AT_EACCESS) == 0;
-        if (!ok && errno != ENOENT && errno != ENOTDIR)
-            error = errno;
-        free(full);
-    }
-    free(dirs);
-    errno = ok ? 0 : error;
-    return ok;
-}
-
 /* The same groups, in any order (the kernel sorts them). */
 static bool groups_are(const gid_t *want, size_t n)
 {
@@ -363,16 +342,19 @@ static int preflight(const struct privs *pv, char *err, size_t n)
     int r = 0;
     bool drop_bound = false;
     for (cap_value_t c = 0; r == 0 && c < (cap_value_t)cap_max_bits(); c++) {
-        char *name = cap_to_name(c);
-        if (kept(pv, c) && !have(caps, c, CAP_PERMITTED))
+        bool held = have(caps, c, CAP_PERMITTED), bound = cap_get_bound(c) == 1;
+        drop_bound |= pv->caps && !kept(pv, c) && bound;
+        if (!kept(pv, c) || (held && bound))
+            continue;
+        char *name = cap_to_name(c); /* only for the message */
+        if (!held)
             r = refuse(err, n, "%s: tunerun does not hold %s itself, so the service cannot keep it",
                        pv->caps_at, name);
-        else if (kept(pv, c) && cap_get_bound(c) != 1)
+        else
             r = refuse(err, n,
                        "%s: %s is not in tunerun's bounding set, so the service cannot "
                        "keep it",
                        pv->caps_at, name);
-        drop_bound |= pv->caps && !kept(pv, c) && cap_get_bound(c) == 1;
         cap_free(name);
     }
     if (r == 0 && drop_bound && !have(caps, CAP_SETPCAP, CAP_EFFECTIVE))
@@ -435,7 +417,7 @@ static int check_exec(const struct privs *pv, const char *command, bool *cannot_
     if (r == 0 && cap_set_proc(caps) < 0)
         r = fail(err, n, "setting the effective set to the kept capabilities");
     cap_free(caps);
-    bool ok = r == 0 && can_exec(command);
+    bool ok = r == 0 && command_access(command, X_OK, AT_EACCESS);
     int error = errno;
     /* back to euid 0, where the effective set is the permitted one again */
     if (euid != pv->uid && setresuid((uid_t)-1, euid, (uid_t)-1) < 0)

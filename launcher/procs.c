@@ -21,11 +21,18 @@
 
 #define CLAIM_MARK "/claim."
 
-void pid_list_add(struct pid_list *l, long pid)
+static bool listed(const struct pid_list *l, long pid)
 {
     for (size_t i = 0; i < l->n; i++)
         if (l->v[i] == pid)
-            return;
+            return true;
+    return false;
+}
+
+void pid_list_add(struct pid_list *l, long pid)
+{
+    if (listed(l, pid))
+        return;
     l->v = xrealloc(l->v, (l->n + 1) * sizeof(*l->v));
     l->v[l->n++] = pid;
 }
@@ -56,14 +63,6 @@ static long parent_of(long pid)
     const char *p = strrchr(buf, ')'); /* the command name may hold anything */
     long ppid = 0;
     return p && sscanf(p + 1, " %*c %ld", &ppid) == 1 ? ppid : 0;
-}
-
-static bool listed(const struct pid_list *l, long pid)
-{
-    for (size_t i = 0; i < l->n; i++)
-        if (l->v[i] == pid)
-            return true;
-    return false;
 }
 
 /*

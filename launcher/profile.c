@@ -1014,10 +1014,7 @@ static bool check_loader_env(const struct profile *p, struct err *e)
         if (allowed)
             continue;
         char loc[256];
-        if (v->at.line > 0)
-            snprintf(loc, sizeof(loc), "%s:%d: env.%s", v->at.file, v->at.line, v->name);
-        else
-            snprintf(loc, sizeof(loc), "--set env.%s", v->name);
+        profile_where(loc, sizeof(loc), v->at, "env", v->name, NULL);
         err_set(e,
                 "%s: a loader variable, which makes every program of the service load what it "
                 "names; set it only by naming it in [security] loader_env = %s",
@@ -1073,13 +1070,15 @@ static bool set_limit(struct profile *p, const char *name, const char *v, struct
     return false;
 }
 
-static void where(char *buf, size_t n, struct origin at, const char *section, const char *key,
-                  const char *value)
+void profile_where(char *buf, size_t n, struct origin at, const char *section, const char *key,
+                   const char *value)
 {
     if (at.line > 0)
         snprintf(buf, n, "%s:%d: %s.%s", at.file, at.line, section, key);
-    else
+    else if (value)
         snprintf(buf, n, "--set %s.%s=%s", section, key, value);
+    else
+        snprintf(buf, n, "--set %s.%s", section, key);
 }
 
 static bool apply_entry(struct profile *p, const struct entry *en, struct err *e)
@@ -1093,7 +1092,7 @@ static bool apply_entry(struct profile *p, const struct entry *en, struct err *e
             err_set(e, "--set %s.%s: unknown section '%s'", en->section, en->key, en->section);
         return false;
     }
-    where(loc, sizeof(loc), en->at, en->section, en->key, en->value);
+    profile_where(loc, sizeof(loc), en->at, en->section, en->key, en->value);
     bool ok;
     if (strcmp(en->section, "env") == 0) {
         ok = set_env(p, en->key, en->value, en->at, &why);

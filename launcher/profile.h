@@ -147,6 +147,13 @@ bool profile_set(struct profile *p, const char *assignment, struct err *e);
 
 void profile_free(struct profile *p);
 
+/*
+ * Where a key's value came from, for messages: "FILE:LINE: section.key", or
+ * "--set section.key=value" ("--set section.key" when value is NULL).
+ */
+void profile_where(char *buf, size_t n, struct origin at, const char *section, const char *key,
+                   const char *value);
+
 /* Every SECTION.KEY a profile or --set takes, one per line; [env] as env.NAME. */
 void profile_list_keys(FILE *f);
 

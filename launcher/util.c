@@ -149,3 +149,23 @@ void mountinfo_unescape(char *s)
     }
     *w = '\0';
 }
+
+bool command_access(const char *cmd, int slash_mode, int flags)
+{
+    if (strchr(cmd, '/'))
+        return faccessat(AT_FDCWD, cmd, slash_mode, flags) == 0;
+    const char *path = getenv("PATH");
+    char *dirs = xstrdup(path && *path ? path : "/bin:/usr/bin"), *save = NULL;
+    bool ok = false;
+    int error = ENOENT;
+    for (char *d = strtok_r(dirs, ":", &save); d && !ok; d = strtok_r(NULL, ":", &save)) {
+        char *full = xasprintf("%s/%s", *d ? d : ".", cmd);
+        ok = faccessat(AT_FDCWD, full, X_OK, flags) == 0;
+        if (!ok && errno != ENOENT && errno != ENOTDIR)
+            error = errno;
+        free(full);
+    }
+    free(dirs);
+    errno = ok ? 0 : error;
+    return ok;
+}

@@ -37,4 +37,13 @@ void mountinfo_unescape(char *s);
 /* The first line of a small file (a sysfs or procfs value), without "\n". */
 bool read_line_file(const char *path, char *buf, size_t n);
 
+/*
+ * Whether execvp(3) would find cmd, as these ids see it: cmd itself when it
+ * holds a '/' (faccessat with slash_mode), else the first executable entry
+ * of PATH (default /bin:/usr/bin). flags go to faccessat (AT_EACCESS: the
+ * effective ids). On failure errno says why: ENOENT when nothing matched,
+ * else the last other error met (EACCES, ...).
+ */
+bool command_access(const char *cmd, int slash_mode, int flags);
+
 #endif
