@@ -65,6 +65,40 @@ static bool has_word(const char *list, const char *word, char sep)
 }
 
 /*
+ * A file of this process's under /proc, read once: the lookups below walk
+ * /proc/self/mountinfo and /proc/self/cgroup several times, and the kernel
+ * renders the whole table on each read.
+ */
+static const char *proc_text(const char *path, char **cache)
+{
+    if (*cache == NULL) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        size_t len;
+        if (fd < 0 || read_fd_text(fd, 16 << 20, cache, &len) != 0)
+            *cache = xstrdup("");
+        if (fd >= 0)
+            close(fd);
+    }
+    return *cache;
+}
+
+static char *mountinfo_cache, *cgroup_cache;
+#define MOUNTINFO()   proc_text("/proc/self/mountinfo", &mountinfo_cache)
+#define SELF_CGROUP() proc_text("/proc/self/cgroup", &cgroup_cache)
+
+/* The next line of text at *p (copied, NUL-terminated, into buf), or false at its end. */
+static bool next_line(const char **p, char *buf, size_t n)
+{
+    if (**p == '\0')
+        return false;
+    const char *nl = strchr(*p, '\n');
+    size_t len = nl ? (size_t)(nl - *p) : strlen(*p);
+    snprintf(buf, n, "%.*s", (int)len, *p);
+    *p += len + (nl != NULL);
+    return true;
+}
+
+/*
  * The mount of a hierarchy: cgroup2 (option NULL), or the v1 one with
  * `option` among its super options ("memory", "name=systemd"). Returns its
  * mount point and root (both freed by the caller) and whether it is
@@ -72,15 +106,13 @@ static bool has_word(const char *list, const char *word, char sep)
  */
 static bool find_mount(const char *option, char **point, char **root, bool *ro)
 {
-    FILE *f = fopen("/proc/self/mountinfo", "re");
-    char *line = NULL;
-    size_t cap = 0;
     bool found = false;
-    while (f && getline(&line, &cap, f) > 0) {
+    char buf[8192]; /* a longer line is an overlay's options, cut after what is read here */
+    for (const char *p = MOUNTINFO(); next_line(&p, buf, sizeof(buf));) {
         /* id parent maj:min root point opts [optional...] - fstype source superopts */
-        char *sep = strstr(line, " - ");
+        char *sep = strstr(buf, " - ");
         char r[4096], pt[4096], opts[512], fstype[64], source[256], super[512] = "";
-        if (sep == NULL || sscanf(line, "%*s %*s %*s %4095s %4095s %511s", r, pt, opts) != 3 ||
+        if (sep == NULL || sscanf(buf, "%*s %*s %*s %4095s %4095s %511s", r, pt, opts) != 3 ||
             sscanf(sep + 3, "%63s %255s %511s", fstype, source, super) < 2)
             continue;
         if (option ? strcmp(fstype, "cgroup") != 0 || !has_word(super, option, ',')
@@ -95,9 +127,6 @@ static bool find_mount(const char *option, char **point, char **root, bool *ro)
         *ro = has_word(opts, "ro", ',');
         found = true;
     }
-    free(line);
-    if (f)
-        fclose(f);
     return found;
 }
 
@@ -105,10 +134,9 @@ static bool find_mount(const char *option, char **point, char **root, bool *ro)
 static char *own_path(const char *option)
 {
     bool v2 = option == NULL;
-    FILE *f = fopen("/proc/self/cgroup", "re");
     char line[4096];
     char *path = NULL;
-    while (f && path == NULL && fgets(line, sizeof(line), f)) {
+    for (const char *p = SELF_CGROUP(); path == NULL && next_line(&p, line, sizeof(line));) {
         char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
         if (b == NULL)
             continue;
@@ -120,8 +148,6 @@ static char *own_path(const char *option)
             path = xstrdup(b + 1);
         }
     }
-    if (f)
-        fclose(f);
     return path;
 }
 
@@ -324,6 +350,58 @@ out:
     free(root);
 }
 
+/* DIR/FILE's text without its trailing newline, or NULL. */
+static char *read_text(const char *dir, const char *file)
+{
+    char path[4096], *text = NULL;
+    size_t len;
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    if (read_fd_text(fd, 1 << 20, &text, &len) != 0)
+        text = NULL;
+    close(fd);
+    while (text && len > 0 && isspace((unsigned char)text[len - 1]))
+        text[--len] = '\0';
+    return text;
+}
+
+void cgroup_cpuset(char **cpus, char **mems)
+{
+    *cpus = *mems = NULL;
+    char *point = NULL, *root = NULL, *path = NULL, *dir = NULL, ctl[4096];
+    bool ro, v2 = false;
+    if (find_mount(NULL, &point, &root, &ro)) {
+        /* cgroup2 holds the cpuset controller unless a v1 hierarchy has it (hybrid) */
+        snprintf(ctl, sizeof(ctl), "%s/cgroup.controllers", point);
+        v2 = read_line_file(ctl, ctl, sizeof(ctl)) && has_word(ctl, "cpuset", ' ');
+    }
+    if (v2)
+        path = own_path(NULL);
+    else if (find_mount("cpuset", &point, &root, &ro))
+        path = own_path("cpuset");
+    if (path)
+        dir = dir_of(point, root, path);
+    if (dir && v2) {
+        /* the effective sets: what the ancestors' sets leave this cgroup */
+        *cpus = read_text(dir, "cpuset.cpus.effective");
+        *mems = read_text(dir, "cpuset.mems.effective");
+    } else if (dir) {
+        /* a hierarchy mounted with noprefix (as the old cpuset filesystem) drops "cpuset." */
+        *cpus = read_text(dir, "cpuset.cpus");
+        *mems = read_text(dir, "cpuset.mems");
+        if (*cpus == NULL && *mems == NULL) {
+            *cpus = read_text(dir, "cpus");
+            *mems = read_text(dir, "mems");
+        }
+    }
+    free(point);
+    free(root);
+    free(path);
+    free(dir);
+}
+
 void cgroup_free(struct cgroup *cg)
 {
     free(cg->dir);
@@ -362,6 +440,8 @@ static int write_file(const char *dir, const char *file, const char *value)
  */
 static int move_self(const char *dir, bool v2)
 {
+    free(cgroup_cache); /* read again if asked: this process is about to move */
+    cgroup_cache = NULL;
     if (!v2) {
         int error = write_file(dir, "tasks", "0");
         /* a delegation may grant cgroup.procs alone (cgcreate -a without -t) */

@@ -53,6 +53,18 @@ static inline bool cgroup_writable(const struct cgroup *cg)
     return cg->owner == CG_OWN_HOST || cg->owner == CG_OWN_DELEGATED;
 }
 
+/*
+ * The CPUs and memory nodes this process's cpuset cgroup allows, as the
+ * kernel lists them (cgroup2's cpuset.cpus.effective and .mems.effective,
+ * v1's cpuset.cpus and .mems), each malloc()ed, or NULL when unknown (no
+ * cpuset controller, a cgroup outside the mounted tree, a file that cannot
+ * be read): then the whole machine is allowed. These are the files hwloc's
+ * Linux backend reads for a topology's allowed sets; hwloc has no call that
+ * gives them without loading a topology, which the topology cache exists
+ * to avoid, so tunerun reads them itself.
+ */
+void cgroup_cpuset(char **cpus, char **mems);
+
 const char *cgroup_mode_name(enum cg_mode m);
 
 /*

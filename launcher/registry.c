@@ -138,30 +138,6 @@ static char *format_ended(const struct claim *c)
     return ended;
 }
 
-/*
- * A CPU or node list. hwloc allocates up to the highest index it reads, and
- * "0-" is every index there is: a line that could make it allocate
- * gigabytes, or stand for an infinite set, is no claim.
- */
-static bool parse_set(hwloc_bitmap_t set, const char *v)
-{
-    if (strcmp(v, "none") == 0) {
-        hwloc_bitmap_zero(set);
-        return true;
-    }
-    for (const char *p = v; *p;) {
-        if (*p < '0' || *p > '9') {
-            p++;
-            continue;
-        }
-        unsigned long n = 0;
-        for (; *p >= '0' && *p <= '9'; p++)
-            if ((n = n * 10 + (unsigned long)(*p - '0')) > REGISTRY_MAX_INDEX)
-                return false;
-    }
-    return hwloc_bitmap_list_sscanf(set, v) == 0 && hwloc_bitmap_weight(set) >= 0;
-}
-
 /* A bounded copy: snprintf would do, at ten times the cost, a dozen times per claim. */
 static void copy_field(char *dst, size_t n, const char *v)
 {
@@ -219,7 +195,7 @@ static bool parse_field(struct claim *c, const char *key, size_t klen, const cha
         break;
     case 'c':
         if (IS("cpus"))
-            return parse_set(c->cpus, v);
+            return bitmap_parse(c->cpus, v);
         break;
     case 'e':
         if (IS("exclusive"))
@@ -231,7 +207,7 @@ static bool parse_field(struct claim *c, const char *key, size_t klen, const cha
         break;
     case 'm':
         if (IS("mem_nodes"))
-            return parse_set(c->mem_nodes, v);
+            return bitmap_parse(c->mem_nodes, v);
         if (IS("mpol")) {
             free(c->mpol);
             c->mpol = xstrdup(v);
@@ -239,7 +215,7 @@ static bool parse_field(struct claim *c, const char *key, size_t klen, const cha
         break;
     case 'n':
         if (IS("nodes"))
-            return parse_set(c->nodes, v);
+            return bitmap_parse(c->nodes, v);
         break;
     case 'p':
         if (IS("profile")) {

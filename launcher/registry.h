@@ -30,6 +30,7 @@
 
 #include "log.h"
 #include "state.h"
+#include "util.h"
 
 #define CLAIM_KEY_LEN 16
 
@@ -148,7 +149,7 @@ void claim_free(struct claim *c);
  */
 bool registry_parse_line(const char *line, struct claim *c, bool *ended);
 
-/* The highest CPU or node index a claim may name (Linux's NR_CPUS stays far below). */
-#define REGISTRY_MAX_INDEX (1UL << 20)
+/* The highest CPU or node index a claim may name. */
+#define REGISTRY_MAX_INDEX BITMAP_MAX_INDEX
 
 #endif

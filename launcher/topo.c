@@ -18,19 +18,23 @@
  * The topology cache. Even filtered, discovering this machine reads a few
  * files per CPU from sysfs (hwloc 2.9 reads every CPU's caches whatever the
  * filters say) and parses /proc/cpuinfo: about half a millisecond on two
- * CPUs, tens on hundreds. Importing hwloc's own XML export of the same
- * discovery takes a fraction of that and no sysfs reads. So the host is
- * discovered once and exported, every CPU and node allowed, to topology.xml
- * in the state directory. The file starts with a key made of what can
- * change the machine under a running kernel (boot id, online and possible
- * CPUs, online nodes and which have CPUs or memory) and of the tunerun and
- * libhwloc files themselves: any difference and the machine is discovered
- * again. What differs per process is never cached: hwloc reads this
- * process's allowed CPUs and nodes (its cgroup cpuset) afresh, tunerun its
- * affinity, and libnuma every node's memory. Any HWLOC_* variable of the
- * caller's own turns the cache off, since it may change what hwloc finds.
+ * CPUs, tens on hundreds. So the host is discovered once, and what the
+ * planner reads of it (PUs, nodes with their CPUs and sizes, cores, the
+ * distance matrix) is written to topology.cache in the state directory, in
+ * lines of tunerun's own that hwloc's list parser reads back: no hwloc
+ * topology is built at all on a warm launch. The file starts with a key
+ * made of what can change the machine under a running kernel (boot id,
+ * online and possible CPUs, online nodes and which have CPUs or memory)
+ * and of the tunerun and libhwloc files themselves: any difference and the
+ * machine is discovered again. What differs per process is never cached:
+ * tunerun reads this process's allowed CPUs and nodes (its cgroup cpuset,
+ * as hwloc would) and its affinity afresh, and libnuma every node's
+ * memory. Any HWLOC_* variable of the caller's own turns the cache off,
+ * since it may change what hwloc finds.
  */
 #include "topo.h"
+#include "cgroup.h"
+#include "procs.h"
 #include "state.h"
 #include "util.h"
 
@@ -78,23 +82,91 @@ unsigned topo_distance(const struct topo *t, size_t a, size_t b)
     return a == b ? 10 : 20;
 }
 
-/* Ordinary memory wins a tie for CPU home over the special kinds. */
-static int subtype_rank(const char *subtype)
+/*
+ * The machine as a source describes it, before this process's cgroup and
+ * affinity narrow it down: what the topology cache keeps. Nodes and cores
+ * are in the source's order, each with its whole cpuset.
+ */
+struct mnode {
+    unsigned os_index;
+    hwloc_bitmap_t cpus; /* the PUs it is local to, CPU-less nodes included */
+    uint64_t memory;     /* bytes; 0 when the source gives none */
+    char subtype[16];
+};
+
+struct machine {
+    hwloc_bitmap_t online;   /* PUs that are online */
+    hwloc_bitmap_t complete; /* every PU that exists */
+    struct mnode *nodes;
+    size_t nnodes;
+    hwloc_bitmap_t *cores;
+    size_t ncores;
+    uint64_t *distance; /* nnodes x nnodes relative latencies, 0 where unknown; or NULL */
+    /* what this process may use; NULL (for the host, until read) means everything */
+    hwloc_bitmap_t allowed_cpus, allowed_nodes;
+};
+
+static void machine_free(struct machine *m)
 {
-    if (subtype == NULL || *subtype == '\0' || strcasecmp(subtype, "DRAM") == 0)
-        return 0;
-    return 1;
+    for (size_t i = 0; i < m->nnodes; i++)
+        hwloc_bitmap_free(m->nodes[i].cpus);
+    for (size_t i = 0; i < m->ncores; i++)
+        hwloc_bitmap_free(m->cores[i]);
+    free(m->nodes);
+    free(m->cores);
+    free(m->distance);
+    hwloc_bitmap_free(m->online);
+    hwloc_bitmap_free(m->complete);
+    hwloc_bitmap_free(m->allowed_cpus);
+    hwloc_bitmap_free(m->allowed_nodes);
+    memset(m, 0, sizeof(*m));
 }
 
-static bool better_home(hwloc_obj_t a, hwloc_obj_t b)
+/* What the planner needs from an hwloc topology, which can then go. */
+static void machine_from_hwloc(hwloc_topology_t topo, struct machine *m, bool allowed)
 {
-    int wa = hwloc_bitmap_weight(a->cpuset), wb = hwloc_bitmap_weight(b->cpuset);
-    if (wa != wb)
-        return wa < wb;
-    int ra = subtype_rank(a->subtype), rb = subtype_rank(b->subtype);
-    if (ra != rb)
-        return ra < rb;
-    return a->os_index < b->os_index;
+    memset(m, 0, sizeof(*m));
+    m->online = hwloc_bitmap_dup(hwloc_topology_get_topology_cpuset(topo));
+    m->complete = hwloc_bitmap_dup(hwloc_topology_get_complete_cpuset(topo));
+    if (allowed) {
+        m->allowed_cpus = hwloc_bitmap_dup(hwloc_topology_get_allowed_cpuset(topo));
+        m->allowed_nodes = hwloc_bitmap_dup(hwloc_topology_get_allowed_nodeset(topo));
+    }
+    int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+    m->nodes = xcalloc(n > 0 ? (size_t)n : 0, sizeof(*m->nodes));
+    hwloc_obj_t *objs = xcalloc(n > 0 ? (size_t)n : 0, sizeof(*objs));
+    for (int j = 0; j < n; j++) {
+        hwloc_obj_t o = objs[j] = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)j);
+        struct mnode *nd = &m->nodes[m->nnodes++];
+        nd->os_index = o->os_index;
+        nd->cpus = hwloc_bitmap_dup(o->cpuset);
+        nd->memory = o->attr->numanode.local_memory;
+        if (o->subtype)
+            snprintf(nd->subtype, sizeof(nd->subtype), "%s", o->subtype);
+    }
+    n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+    m->cores = xcalloc(n > 0 ? (size_t)n : 0, sizeof(*m->cores));
+    for (int i = 0; i < n; i++)
+        m->cores[m->ncores++] =
+            hwloc_bitmap_dup(hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned)i)->cpuset);
+
+    /* Distances between the nodes, when the source has a NUMA latency matrix. */
+    struct hwloc_distances_s *d = NULL;
+    unsigned nr = 1;
+    if (m->nnodes > 1 &&
+        hwloc_distances_get_by_type(topo, HWLOC_OBJ_NUMANODE, &nr, &d,
+                                    HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) == 0 &&
+        nr == 1) {
+        m->distance = xcalloc(m->nnodes * m->nnodes, sizeof(*m->distance));
+        for (size_t a = 0; a < m->nnodes; a++)
+            for (size_t b = 0; b < m->nnodes; b++) {
+                hwloc_uint64_t ab, ba;
+                if (hwloc_distances_obj_pair_values(d, objs[a], objs[b], &ab, &ba) == 0)
+                    m->distance[a * m->nnodes + b] = ab;
+            }
+        hwloc_distances_release(topo, d);
+    }
+    free(objs);
 }
 
 /*
@@ -138,14 +210,15 @@ static bool new_topology(hwloc_topology_t *topo, bool host, unsigned long flags,
 }
 
 /* An XML file or a synthetic description: for plan, topo and tests. */
-static hwloc_topology_t load_spec(const char *spec, struct topo *t, struct err *e)
+static bool load_spec(const char *spec, struct topo *t, struct machine *m, struct err *e)
 {
     hwloc_topology_t topo;
     bool synthetic = strncmp(spec, "synthetic:", 10) == 0;
     t->source = synthetic ? TOPO_SYNTHETIC : TOPO_XML;
     t->desc = xstrdup(spec);
     if (!new_topology(&topo, false, BASE_FLAGS, e))
-        return NULL;
+        return false;
+    bool ok = false;
     if (synthetic && hwloc_topology_set_synthetic(topo, spec + 10) < 0)
         err_set(e, "--topology %s: not a valid hwloc synthetic description", spec);
     else if (!synthetic && hwloc_topology_set_xml(topo, spec) < 0)
@@ -153,9 +226,11 @@ static hwloc_topology_t load_spec(const char *spec, struct topo *t, struct err *
     else if (hwloc_topology_load(topo) < 0)
         err_set(e, "cannot load the topology from %s: %s", spec, strerror(errno));
     else
-        return topo;
+        ok = true;
+    if (ok)
+        machine_from_hwloc(topo, m, true); /* an XML may say what was allowed */
     hwloc_topology_destroy(topo);
-    return NULL;
+    return ok;
 }
 
 /* What can change the machine under a running kernel; the cache's key. */
@@ -168,8 +243,8 @@ static const char *const key_files[] = {
     "/sys/devices/system/node/has_memory",
 };
 #define NKEY_FILES (sizeof(key_files) / sizeof(key_files[0]))
-#define CACHE_NAME "topology.xml"
-#define CACHE_MAX  (64 << 20) /* an XML export of 4096 PUs is well under 4 MiB */
+#define CACHE_NAME "topology.cache"
+#define CACHE_MAX  (64 << 20) /* 4096 PUs and 64 nodes take well under 1 MiB */
 
 /* Add to what -v says about the cache. */
 static void cache_note(struct topo *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -209,7 +284,7 @@ static char *cache_key(void)
     Dl_info lib;
     const char *libpath = dladdr((void *)hwloc_topology_init, &lib) ? lib.dli_fname : NULL;
     char *exe = file_id("/proc/self/exe"), *hw = file_id(libpath);
-    char *key = xasprintf("tunerun topology cache 2\ntunerun %s\nhwloc %s %s\n", exe,
+    char *key = xasprintf("tunerun topology cache 3\ntunerun %s\nhwloc %s %s\n", exe,
                           libpath ? libpath : "-", hw);
     free(exe);
     free(hw);
@@ -229,8 +304,151 @@ static char *cache_key(void)
     return key;
 }
 
-/* The cached XML (NUL-terminated) when written under `key`, else NULL. */
-static char *cache_read(struct topo *t, const struct state_dir *sd, const char *key, size_t *len)
+/*
+ * The cache's text after its key: the machine in lines of tunerun's own,
+ * which a launch reads back with hwloc's list parser and nothing else.
+ * Importing hwloc's XML export instead cost every launch ~0.1 ms of
+ * parsing and hwloc's own cgroup reads; this costs a few microseconds.
+ *
+ *     online LIST             PUs online
+ *     complete LIST           every PU
+ *     node OS BYTES LIST SUBTYPE   per node, its PUs; SUBTYPE "-" for none
+ *     core LIST               per core
+ *     distances V...          nodes x nodes, in node order; absent: unknown
+ *
+ * LIST is bitmap_list()'s ("none" when empty).
+ */
+static char *cache_format(const struct machine *m)
+{
+    size_t cap = 256, len = 0;
+    char *text = xcalloc(1, cap);
+#define APPEND(...)                                                                                \
+    do {                                                                                           \
+        char *piece_ = xasprintf(__VA_ARGS__);                                                     \
+        size_t n_ = strlen(piece_);                                                                \
+        while (len + n_ + 1 > cap)                                                                 \
+            text = xrealloc(text, cap *= 2);                                                       \
+        memcpy(text + len, piece_, n_ + 1);                                                        \
+        len += n_;                                                                                 \
+        free(piece_);                                                                              \
+    } while (0)
+    char *online = bitmap_list(m->online), *complete = bitmap_list(m->complete);
+    APPEND("online %s\ncomplete %s\n", online, complete);
+    free(online);
+    free(complete);
+    for (size_t i = 0; i < m->nnodes; i++) {
+        const struct mnode *nd = &m->nodes[i];
+        char *cpus = bitmap_list(nd->cpus);
+        APPEND("node %u %llu %s %s\n", nd->os_index, (unsigned long long)nd->memory, cpus,
+               nd->subtype[0] && !strpbrk(nd->subtype, " \t\n") ? nd->subtype : "-");
+        free(cpus);
+    }
+    for (size_t i = 0; i < m->ncores; i++) {
+        char *cpus = bitmap_list(m->cores[i]);
+        APPEND("core %s\n", cpus);
+        free(cpus);
+    }
+    if (m->distance) {
+        APPEND("distances");
+        for (size_t i = 0; i < m->nnodes * m->nnodes; i++)
+            APPEND(" %llu", (unsigned long long)m->distance[i]);
+        APPEND("\n");
+    }
+#undef APPEND
+    return text;
+}
+
+static hwloc_bitmap_t parsed_set(const char *list)
+{
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    if (list == NULL || !bitmap_parse(set, list)) {
+        hwloc_bitmap_free(set);
+        return NULL;
+    }
+    return set;
+}
+
+static bool parse_u64(const char *s, uint64_t *v)
+{
+    char *end;
+    if (s == NULL || *s < '0' || *s > '9')
+        return false;
+    errno = 0;
+    *v = strtoull(s, &end, 10);
+    return errno == 0 && *end == '\0';
+}
+
+/* cache_format()'s text back (modified in place); false with the line that is wrong. */
+static bool cache_parse(char *text, struct machine *m, unsigned *bad_line)
+{
+    memset(m, 0, sizeof(*m));
+    size_t node_cap = 0, core_cap = 0;
+    unsigned lineno = 0;
+    char *save = NULL;
+    bool distances = false;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        lineno++;
+        char *w = NULL, *word = strtok_r(line, " ", &w);
+        bool ok = word != NULL;
+        if (ok && strcmp(word, "online") == 0 && m->online == NULL) {
+            ok = (m->online = parsed_set(strtok_r(NULL, " ", &w))) != NULL;
+        } else if (ok && strcmp(word, "complete") == 0 && m->complete == NULL) {
+            ok = (m->complete = parsed_set(strtok_r(NULL, " ", &w))) != NULL;
+        } else if (ok && strcmp(word, "node") == 0 && !distances) {
+            uint64_t os, bytes;
+            const char *a = strtok_r(NULL, " ", &w), *b = strtok_r(NULL, " ", &w);
+            const char *c = strtok_r(NULL, " ", &w), *d = strtok_r(NULL, " ", &w);
+            hwloc_bitmap_t cpus = NULL;
+            ok = parse_u64(a, &os) && os <= BITMAP_MAX_INDEX && parse_u64(b, &bytes) && d != NULL &&
+                 strlen(d) < sizeof(m->nodes->subtype) && (cpus = parsed_set(c)) != NULL;
+            if (ok) {
+                if (m->nnodes == node_cap)
+                    m->nodes =
+                        xrealloc(m->nodes, (node_cap = node_cap * 2 + 4) * sizeof(*m->nodes));
+                struct mnode *nd = &m->nodes[m->nnodes++];
+                memset(nd, 0, sizeof(*nd));
+                nd->os_index = (unsigned)os;
+                nd->memory = bytes;
+                nd->cpus = cpus;
+                if (strcmp(d, "-") != 0)
+                    snprintf(nd->subtype, sizeof(nd->subtype), "%s", d);
+            }
+        } else if (ok && strcmp(word, "core") == 0) {
+            hwloc_bitmap_t cpus = parsed_set(strtok_r(NULL, " ", &w));
+            if ((ok = cpus != NULL)) {
+                if (m->ncores == core_cap)
+                    m->cores =
+                        xrealloc(m->cores, (core_cap = core_cap * 2 + 8) * sizeof(*m->cores));
+                m->cores[m->ncores++] = cpus;
+            }
+        } else if (ok && strcmp(word, "distances") == 0 && !distances && m->nnodes > 0) {
+            size_t n = m->nnodes * m->nnodes, i = 0;
+            m->distance = xcalloc(n, sizeof(*m->distance));
+            for (const char *v; ok && (v = strtok_r(NULL, " ", &w)) != NULL; i++)
+                ok = i < n && parse_u64(v, &m->distance[i]);
+            ok = ok && i == n;
+            distances = true;
+        } else {
+            ok = false;
+        }
+        if (ok && strtok_r(NULL, " ", &w) != NULL)
+            ok = false; /* a word too many */
+        if (!ok) {
+            *bad_line = lineno;
+            machine_free(m);
+            return false;
+        }
+    }
+    if (m->online == NULL || m->complete == NULL || m->nnodes == 0) {
+        *bad_line = lineno + 1;
+        machine_free(m);
+        return false;
+    }
+    return true;
+}
+
+/* The cached text (NUL-terminated, after the key) when written under `key`, else NULL. */
+static char *cache_read(struct topo *t, const struct state_dir *sd, const char *key)
 {
     struct err e;
     int fd = state_open_read(sd, CACHE_NAME, &e);
@@ -255,34 +473,8 @@ static char *cache_read(struct topo *t, const struct state_dir *sd, const char *
         return NULL;
     }
     memmove(text, text + klen, n - klen + 1);
-    *len = n - klen;
     return text;
 }
-
-/*
- * This machine from the cache. hwloc asks the kernel for this process's
- * allowed CPUs and nodes, as a discovery would.
- */
-static hwloc_topology_t import_host(const char *xml, size_t len, struct err *e)
-{
-    hwloc_topology_t topo;
-    unsigned long flags = BASE_FLAGS | HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM |
-                          HWLOC_TOPOLOGY_FLAG_THISSYSTEM_ALLOWED_RESOURCES;
-    if (len >= INT_MAX) {
-        err_set(e, "topology XML too large");
-        return NULL;
-    }
-    if (!new_topology(&topo, true, flags, e))
-        return NULL;
-    if (hwloc_topology_set_xmlbuffer(topo, xml, (int)len + 1) < 0 ||
-        hwloc_topology_load(topo) < 0) {
-        err_set(e, "hwloc cannot import it: %s", strerror(errno));
-        hwloc_topology_destroy(topo);
-        return NULL;
-    }
-    return topo;
-}
-
 static hwloc_topology_t discover_host(struct err *e)
 {
     hwloc_topology_t topo;
@@ -320,43 +512,26 @@ static const char *foreign_hwloc_variable(char *name, size_t n)
     return NULL;
 }
 
-/*
- * The cache holds the whole machine: every CPU and node allowed, whatever
- * the cgroup of the launch that wrote it. Each reader's own allowed sets
- * come from its own cgroup when it imports.
- */
+/* The machine is cached whole: each launch narrows it to its own cgroup and affinity. */
 static void cache_write(struct topo *t, const struct state_dir *sd, const char *key,
-                        hwloc_topology_t found)
+                        const struct machine *m)
 {
-    hwloc_topology_t whole;
-    char *xml;
-    int xmllen;
     struct err we;
-    if (hwloc_topology_dup(&whole, found) < 0) {
-        cache_note(t, "cannot copy the topology for the cache: %s", strerror(errno));
-        t->cache = TOPO_CACHE_FAILED;
-        return;
-    }
-    if (hwloc_topology_allow(whole, NULL, NULL, HWLOC_ALLOW_FLAG_ALL) < 0 ||
-        hwloc_topology_export_xmlbuffer(whole, &xml, &xmllen, 0) < 0 || xmllen < 1) {
-        cache_note(t, "hwloc cannot export the topology for the cache: %s", strerror(errno));
-        t->cache = TOPO_CACHE_FAILED;
+    char *body = cache_format(m);
+    const char *bufs[] = {key, body};
+    size_t lens[] = {strlen(key), strlen(body)};
+    if (state_write(sd, CACHE_NAME, bufs, lens, 2, &we)) {
+        t->cache = TOPO_CACHE_WRITTEN;
+        cache_note(t, "discovered and cached in %s/%s", sd->path, CACHE_NAME);
+        unlinkat(sd->fd, "topology.xml", 0); /* the hwloc XML cache earlier builds wrote */
     } else {
-        const char *bufs[] = {key, xml};
-        size_t lens[] = {strlen(key), (size_t)xmllen - 1};
-        if (state_write(sd, CACHE_NAME, bufs, lens, 2, &we)) {
-            t->cache = TOPO_CACHE_WRITTEN;
-            cache_note(t, "discovered and cached in %s/%s", sd->path, CACHE_NAME);
-        } else {
-            t->cache = TOPO_CACHE_FAILED;
-            cache_note(t, "%s", we.msg);
-        }
-        hwloc_free_xmlbuffer(whole, xml);
+        t->cache = TOPO_CACHE_FAILED;
+        cache_note(t, "%s", we.msg);
     }
-    hwloc_topology_destroy(whole);
+    free(body);
 }
 
-static hwloc_topology_t load_host(struct topo *t, const struct state_dir *sd, struct err *e)
+static bool load_host(struct topo *t, const struct state_dir *sd, struct machine *m, struct err *e)
 {
     t->source = TOPO_HOST;
     t->desc = xstrdup("this machine");
@@ -368,7 +543,7 @@ static hwloc_topology_t load_host(struct topo *t, const struct state_dir *sd, st
                 "HWLOC_FSROOT=%s makes hwloc describe another machine; unset it to "
                 "launch here",
                 fsroot);
-        return NULL;
+        return false;
     }
     char *key = NULL, var[64];
     if (sd == NULL || sd->fd < 0)
@@ -379,78 +554,102 @@ static hwloc_topology_t load_host(struct topo *t, const struct state_dir *sd, st
     else if ((key = cache_key()) == NULL)
         cache_note(t, "no boot id in /proc, so no topology cache");
 
-    size_t len;
-    char *cached = key ? cache_read(t, sd, key, &len) : NULL;
+    char *cached = key ? cache_read(t, sd, key) : NULL;
     if (cached) {
-        hwloc_topology_t topo = import_host(cached, len, e);
+        unsigned line;
+        bool ok = cache_parse(cached, m, &line);
         free(cached);
-        if (topo) {
+        if (ok) {
             t->cache = TOPO_CACHE_HIT;
             cache_note(t, "topology from the cache %s/%s", sd->path, CACHE_NAME);
             free(key);
-            return topo;
+            return true;
         }
-        cache_note(t, "%s/%s: %s", sd->path, CACHE_NAME, e->msg);
+        cache_note(t, "%s/%s: line %u after the key is not tunerun's", sd->path, CACHE_NAME, line);
     }
     hwloc_topology_t found = discover_host(e);
-    if (found && key)
-        cache_write(t, sd, key, found);
+    if (found) {
+        machine_from_hwloc(found, m, false); /* this process's allowed sets come later */
+        hwloc_topology_destroy(found);
+        if (key)
+            cache_write(t, sd, key, m);
+    }
     free(key);
-    return found;
+    return found != NULL;
+}
+/* Ordinary memory wins a tie for CPU home over the special kinds. */
+static int subtype_rank(const char *subtype)
+{
+    if (*subtype == '\0' || strcasecmp(subtype, "DRAM") == 0)
+        return 0;
+    return 1;
+}
+
+static bool better_home(const struct mnode *a, const struct mnode *b)
+{
+    int wa = hwloc_bitmap_weight(a->cpus), wb = hwloc_bitmap_weight(b->cpus);
+    if (wa != wb)
+        return wa < wb;
+    int ra = subtype_rank(a->subtype), rb = subtype_rank(b->subtype);
+    if (ra != rb)
+        return ra < rb;
+    return a->os_index < b->os_index;
 }
 
 /* The allowed nodes; a disallowed one is no CPU's home and receives no memory. */
-static void load_nodes(hwloc_topology_t topo, struct topo *t)
+static void load_nodes(const struct machine *m, struct topo *t)
 {
-    int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
-    hwloc_const_nodeset_t allowed = hwloc_topology_get_allowed_nodeset(topo);
-    t->nodes = xcalloc(n > 0 ? (size_t)n : 0, sizeof(*t->nodes));
-    hwloc_obj_t *objs = xcalloc(n > 0 ? (size_t)n : 0, sizeof(*objs));
+    size_t n = m->nnodes;
+    t->nodes = xcalloc(n, sizeof(*t->nodes));
+    const struct mnode **from = xcalloc(n, sizeof(*from));
+    size_t *at = xcalloc(n, sizeof(*at)); /* index in m->nodes */
     bool sizes = false; /* an XML without memory sizes makes every node look memoryless */
-    for (int j = 0; j < n; j++)
-        sizes |= hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)j)
-                     ->attr->numanode.local_memory > 0;
-    for (int j = 0; j < n; j++) {
-        hwloc_obj_t o = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)j);
+    for (size_t j = 0; j < n; j++)
+        sizes |= m->nodes[j].memory > 0;
+    for (size_t j = 0; j < n; j++) {
+        const struct mnode *o = &m->nodes[j];
         /*
          * A cpuset's mems (cgroup v2's cpuset.mems.effective) never list a
          * memoryless node, allowed or not: such a node is ours when any of
          * its CPUs is.
          */
-        bool memoryless = sizes && o->attr->numanode.local_memory == 0;
-        if (memoryless ? !hwloc_bitmap_intersects(o->cpuset, t->cpus)
-                       : !hwloc_bitmap_isset(allowed, o->os_index))
+        bool memoryless = sizes && o->memory == 0;
+        if (memoryless ? !hwloc_bitmap_intersects(o->cpus, t->cpus)
+                       : m->allowed_nodes && !hwloc_bitmap_isset(m->allowed_nodes, o->os_index))
             continue;
         size_t i = t->nnodes++;
-        objs[i] = o;
+        from[i] = o;
+        at[i] = j;
         struct topo_node *nd = &t->nodes[i];
         nd->os_index = o->os_index;
         nd->cpus = hwloc_bitmap_alloc();
-        nd->mem_total = o->attr->numanode.local_memory;
+        nd->mem_total = o->memory;
         nd->mem_free = nd->mem_total;
-        if (o->subtype)
-            snprintf(nd->subtype, sizeof(nd->subtype), "%s", o->subtype);
+        snprintf(nd->subtype, sizeof(nd->subtype), "%s", o->subtype);
     }
-    /* hwloc's logical order is by locality, not os index; plans read better by os index. */
+    /* A source's order is by locality, not os index; plans read better by os index. */
     for (size_t i = 1; i < t->nnodes; i++)
         for (size_t j = i; j > 0 && t->nodes[j - 1].os_index > t->nodes[j].os_index; j--) {
             struct topo_node tmp = t->nodes[j];
             t->nodes[j] = t->nodes[j - 1];
             t->nodes[j - 1] = tmp;
-            hwloc_obj_t to = objs[j];
-            objs[j] = objs[j - 1];
-            objs[j - 1] = to;
+            const struct mnode *to = from[j];
+            from[j] = from[j - 1];
+            from[j - 1] = to;
+            size_t ta = at[j];
+            at[j] = at[j - 1];
+            at[j - 1] = ta;
         }
     /* Give each PU one home node. */
     int pu;
     hwloc_bitmap_foreach_begin(pu, t->cpus)
     {
-        hwloc_obj_t best = NULL;
+        const struct mnode *best = NULL;
         size_t best_i = 0;
         for (size_t i = 0; i < t->nnodes; i++)
-            if (hwloc_bitmap_isset(objs[i]->cpuset, (unsigned)pu) &&
-                (best == NULL || better_home(objs[i], best))) {
-                best = objs[i];
+            if (hwloc_bitmap_isset(from[i]->cpus, (unsigned)pu) &&
+                (best == NULL || better_home(from[i], best))) {
+                best = from[i];
                 best_i = i;
             }
         if (best)
@@ -458,39 +657,30 @@ static void load_nodes(hwloc_topology_t topo, struct topo *t)
     }
     hwloc_bitmap_foreach_end();
 
-    /* Distances between our nodes, when the source has a NUMA latency matrix. */
-    struct hwloc_distances_s *d = NULL;
-    unsigned nr = 1;
-    if (t->nnodes > 1 &&
-        hwloc_distances_get_by_type(topo, HWLOC_OBJ_NUMANODE, &nr, &d,
-                                    HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) == 0 &&
-        nr == 1) {
-        unsigned *m = xcalloc(t->nnodes * t->nnodes, sizeof(*m));
+    /* Distances between our nodes, when every pair of them has one. */
+    if (m->distance && t->nnodes > 1) {
+        unsigned *d = xcalloc(t->nnodes * t->nnodes, sizeof(*d));
         bool complete = true;
         for (size_t a = 0; a < t->nnodes && complete; a++)
             for (size_t b = 0; b < t->nnodes && complete; b++) {
-                hwloc_uint64_t ab, ba;
-                if (hwloc_distances_obj_pair_values(d, objs[a], objs[b], &ab, &ba) < 0)
-                    complete = false;
-                else
-                    m[a * t->nnodes + b] = (unsigned)ab;
+                uint64_t v = m->distance[at[a] * n + at[b]];
+                complete = v > 0 && v <= UINT_MAX;
+                d[a * t->nnodes + b] = (unsigned)v;
             }
         if (complete)
-            t->distance = m;
+            t->distance = d;
         else
-            free(m);
-        hwloc_distances_release(topo, d);
+            free(d);
     }
-    free(objs);
+    free(from);
+    free(at);
 }
 
-static void load_cores(hwloc_topology_t topo, struct topo *t)
+static void load_cores(const struct machine *m, struct topo *t)
 {
-    int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
-    t->cores = xcalloc(n > 0 ? (size_t)n : 0, sizeof(*t->cores));
-    for (int i = 0; i < n; i++) {
-        hwloc_obj_t o = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned)i);
-        hwloc_bitmap_t pus = hwloc_bitmap_dup(o->cpuset);
+    t->cores = xcalloc(m->ncores, sizeof(*t->cores));
+    for (size_t i = 0; i < m->ncores; i++) {
+        hwloc_bitmap_t pus = hwloc_bitmap_dup(m->cores[i]);
         hwloc_bitmap_and(pus, pus, t->cpus);
         if (hwloc_bitmap_iszero(pus)) {
             hwloc_bitmap_free(pus);
@@ -522,6 +712,23 @@ static void load_memory(struct topo *t)
         t->nodes[i].has_memory = t->nodes[i].mem_total > 0 || !t->memory_known;
 }
 
+/* A cgroup's list as an allowed set; NULL (everything) when it is unknown or unreadable. */
+static hwloc_bitmap_t allowed_set(char *list)
+{
+    hwloc_bitmap_t set = NULL;
+    if (list) {
+        set = hwloc_bitmap_alloc();
+        if (*list == '\0')
+            hwloc_bitmap_zero(set);
+        else if (!bitmap_parse(set, list)) {
+            hwloc_bitmap_free(set);
+            set = NULL;
+        }
+    }
+    free(list);
+    return set;
+}
+
 bool topo_load(struct topo *t, const char *spec, const struct state_dir *cache, struct err *e)
 {
     memset(t, 0, sizeof(*t));
@@ -532,30 +739,8 @@ bool topo_load(struct topo *t, const char *spec, const struct state_dir *cache, 
         saved[i] = v ? xstrdup(v) : NULL;
         setenv(load_env[i].name, load_env[i].value, 1);
     }
-
-    bool ok = false;
-    hwloc_topology_t topo = spec ? load_spec(spec, t, e) : load_host(t, cache, e);
-    if (topo == NULL)
-        goto restore;
-    t->cpus = hwloc_bitmap_dup(hwloc_topology_get_topology_cpuset(topo));
-    hwloc_bitmap_and(t->cpus, t->cpus, hwloc_topology_get_allowed_cpuset(topo));
-    t->offline = hwloc_bitmap_dup(hwloc_topology_get_complete_cpuset(topo)); /* all that exist */
-    hwloc_bitmap_andnot(t->offline, t->offline, hwloc_topology_get_topology_cpuset(topo));
-    load_nodes(topo, t);
-    load_memory(t);
-    load_cores(topo, t);
-
-    t->binding = hwloc_bitmap_alloc();
-    if (t->source != TOPO_HOST) {
-        hwloc_bitmap_copy(t->binding, t->cpus);
-        ok = true;
-    } else if (hwloc_get_cpubind(topo, t->binding, HWLOC_CPUBIND_THREAD) < 0) {
-        err_set(e, "cannot read this process's CPU affinity: %s", strerror(errno));
-    } else {
-        ok = true;
-    }
-    hwloc_topology_destroy(topo);
-restore:
+    struct machine m;
+    bool ok = spec ? load_spec(spec, t, &m, e) : load_host(t, cache, &m, e);
     for (size_t i = 0; i < NLOAD_ENV; i++) {
         if (saved[i])
             setenv(load_env[i].name, saved[i], 1);
@@ -563,9 +748,36 @@ restore:
             unsetenv(load_env[i].name);
         free(saved[i]);
     }
-    if (!ok)
+    if (!ok) {
         topo_free(t);
-    return ok;
+        return false;
+    }
+    if (t->source == TOPO_HOST) {
+        /* this process's, never cached: its cgroup may differ from the writer's */
+        char *cpus, *mems;
+        cgroup_cpuset(&cpus, &mems);
+        m.allowed_cpus = allowed_set(cpus);
+        m.allowed_nodes = allowed_set(mems);
+    }
+    t->cpus = hwloc_bitmap_dup(m.online);
+    if (m.allowed_cpus)
+        hwloc_bitmap_and(t->cpus, t->cpus, m.allowed_cpus);
+    t->offline = hwloc_bitmap_dup(m.complete); /* all that exist */
+    hwloc_bitmap_andnot(t->offline, t->offline, m.online);
+    load_nodes(&m, t);
+    load_memory(t);
+    load_cores(&m, t);
+    machine_free(&m);
+
+    t->binding = hwloc_bitmap_alloc();
+    if (t->source != TOPO_HOST) {
+        hwloc_bitmap_copy(t->binding, t->cpus);
+    } else if (thread_cpus(0, t->binding) < 0) {
+        err_set(e, "cannot read this process's CPU affinity: %s", strerror(errno));
+        topo_free(t);
+        return false;
+    }
+    return true;
 }
 
 void topo_free(struct topo *t)

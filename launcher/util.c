@@ -69,6 +69,30 @@ char *bitmap_list(hwloc_const_bitmap_t set)
     return s;
 }
 
+/*
+ * A CPU or node list. hwloc allocates up to the highest index it reads, and
+ * "0-" is every index there is: a line that could make it allocate
+ * gigabytes, or stand for an infinite set, is refused.
+ */
+bool bitmap_parse(hwloc_bitmap_t set, const char *v)
+{
+    if (strcmp(v, "none") == 0) {
+        hwloc_bitmap_zero(set);
+        return true;
+    }
+    for (const char *p = v; *p;) {
+        if (*p < '0' || *p > '9') {
+            p++;
+            continue;
+        }
+        unsigned long n = 0;
+        for (; *p >= '0' && *p <= '9'; p++)
+            if ((n = n * 10 + (unsigned long)(*p - '0')) > BITMAP_MAX_INDEX)
+                return false;
+    }
+    return hwloc_bitmap_list_sscanf(set, v) == 0 && hwloc_bitmap_weight(set) >= 0;
+}
+
 void rlim_str(char *buf, size_t n, rlim_t v)
 {
     if (v == RLIM_INFINITY)

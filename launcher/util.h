@@ -22,6 +22,11 @@ char *xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0
 /* "0-3,8" (hwloc's list format), or "none" for an empty set; caller frees. */
 char *bitmap_list(hwloc_const_bitmap_t set);
 
+/* The highest CPU or node index tunerun reads from a file (Linux's NR_CPUS stays far below). */
+#define BITMAP_MAX_INDEX (1UL << 20)
+/* bitmap_list()'s inverse; false for anything else, or an index beyond BITMAP_MAX_INDEX. */
+bool bitmap_parse(hwloc_bitmap_t set, const char *list);
+
 /* An rlimit value as text: a number or "unlimited". */
 void rlim_str(char *buf, size_t n, rlim_t v);
 

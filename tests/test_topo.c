@@ -233,7 +233,7 @@ static void test_host_cache(void **state)
     unsetenv("HWLOC_THISSYSTEM");
 
     char path[256];
-    snprintf(path, sizeof(path), "%s/topology.xml", dir);
+    snprintf(path, sizeof(path), "%s/topology.cache", dir);
     unlink(path);
     state_dir_close(&sd);
     rmdir(dir);
