@@ -110,12 +110,19 @@ static bool find_mount(const char *option, char **point, char **root, bool *ro)
     char buf[8192]; /* a longer line is an overlay's options, cut after what is read here */
     for (const char *p = MOUNTINFO(); next_line(&p, buf, sizeof(buf));) {
         /* id parent maj:min root point opts [optional...] - fstype source superopts */
-        char *sep = strstr(buf, " - ");
-        char r[4096], pt[4096], opts[512], fstype[64], source[256], super[512] = "";
-        if (sep == NULL || sscanf(buf, "%*s %*s %*s %4095s %4095s %511s", r, pt, opts) != 3 ||
-            sscanf(sep + 3, "%63s %255s %511s", fstype, source, super) < 2)
+        char *f[6], *save = NULL, *sep = strstr(buf, " - ");
+        if (sep == NULL)
             continue;
-        if (option ? strcmp(fstype, "cgroup") != 0 || !has_word(super, option, ',')
+        *sep = '\0';
+        size_t n = 0;
+        for (char *w = strtok_r(buf, " ", &save); w && n < 6; w = strtok_r(NULL, " ", &save))
+            f[n++] = w;
+        char *fstype = strtok_r(sep + 3, " \n", &save), *source = strtok_r(NULL, " \n", &save);
+        char *super = source ? strtok_r(NULL, " \n", &save) : NULL;
+        if (n < 6 || fstype == NULL)
+            continue;
+        char *r = f[3], *pt = f[4], *opts = f[5];
+        if (option ? strcmp(fstype, "cgroup") != 0 || super == NULL || !has_word(super, option, ',')
                    : strcmp(fstype, "cgroup2") != 0)
             continue;
         mountinfo_unescape(r);
@@ -229,6 +236,53 @@ static char *dir_of(const char *point, const char *root, const char *path)
     return xasprintf("%s%s", point, path + n);
 }
 
+/* Whether this process is in dir: written nowhere else. */
+static bool lists_self(const char *dir)
+{
+    char path[4096], *line = NULL;
+    size_t cap = 0;
+    bool found = false;
+    long self = (long)getpid();
+    snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+    FILE *f = fopen(path, "re");
+    while (f && !found && getline(&line, &cap, f) > 0)
+        found = strtol(line, NULL, 10) == self;
+    free(line);
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/*
+ * Where a hierarchy's cgroup of this process is when the hierarchy is
+ * mounted where systemd and every container runtime mount it, with its
+ * root at the mount point: /sys/fs/cgroup (cgroup2) or /sys/fs/cgroup/NAME
+ * (v1). Trying there first spares reading mountinfo (the kernel resolves
+ * every mount's path for it, ~40 us); a mount elsewhere, or of a subtree
+ * (a v1 container without a cgroup namespace), has no such directory or
+ * does not list this process, and mountinfo decides.
+ */
+static bool standard_dir(const char *v1_name, const char *path, bool listed, char **point,
+                         char **dir)
+{
+    enum cg_mode mode = detect_mode();
+    if (path == NULL || strncmp(path, "/..", 3) == 0 ||
+        (v1_name ? mode != CG_LEGACY && mode != CG_HYBRID : mode != CG_UNIFIED))
+        return false;
+    char *pt = v1_name ? xasprintf("/sys/fs/cgroup/%s", v1_name) : xstrdup("/sys/fs/cgroup");
+    char *d = dir_of(pt, "/", path);
+    struct stat st;
+    if (stat(d, &st) < 0 || !S_ISDIR(st.st_mode) || (listed && !lists_self(d))) {
+        free(pt);
+        free(d);
+        return false;
+    }
+    free(*point);
+    *point = pt;
+    *dir = d;
+    return true;
+}
+
 /*
  * Whether systemd delegated this process's unit: it marks the unit's cgroup
  * in its own hierarchy (cgroup2, or name=systemd on a v1-only host), not in
@@ -251,23 +305,6 @@ static bool unit_delegated(const struct cgroup *cg)
     free(path);
     free(dir);
     return yes;
-}
-
-/* Whether this process is in dir: written nowhere else. */
-static bool lists_self(const char *dir)
-{
-    char path[4096], *line = NULL;
-    size_t cap = 0;
-    bool found = false;
-    long self = (long)getpid();
-    snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-    FILE *f = fopen(path, "re");
-    while (f && !found && getline(&line, &cap, f) > 0)
-        found = strtol(line, NULL, 10) == self;
-    free(line);
-    if (f)
-        fclose(f);
-    return found;
 }
 
 static void read_current(struct cgroup *cg)
@@ -298,14 +335,14 @@ void cgroup_detect(struct cgroup *cg)
     char *point = NULL, *root = NULL;
     bool ro = false;
     cg->path = own_path(cg->v2 ? NULL : "memory");
-    if (cg->path == NULL || !find_mount(cg->v2 ? NULL : "memory", &point, &root, &ro)) {
+    if (standard_dir(cg->v2 ? NULL : "memory", cg->path, true, &point, &cg->dir)) {
+        /* found where it always is */
+    } else if (cg->path == NULL || !find_mount(cg->v2 ? NULL : "memory", &point, &root, &ro)) {
         snprintf(cg->why, sizeof(cg->why), "no %s memory controller is mounted for this process",
                  cg->v2 ? "cgroup2" : "cgroup v1");
         goto out;
-    }
-    /* the path is relative to the hierarchy's root; the mount may show a subtree of it */
-    cg->dir = dir_of(point, root, cg->path);
-    if (cg->dir == NULL || !lists_self(cg->dir)) {
+    } else if ((cg->dir = dir_of(point, root, cg->path)) == NULL || !lists_self(cg->dir)) {
+        /* the path is relative to the hierarchy's root; the mount may show a subtree of it */
         snprintf(cg->why, sizeof(cg->why),
                  "this process's memory cgroup (%s) is not under the mounted cgroupfs (a cgroup "
                  "namespace made after the mount?)",
@@ -372,17 +409,31 @@ void cgroup_cpuset(char **cpus, char **mems)
     *cpus = *mems = NULL;
     char *point = NULL, *root = NULL, *path = NULL, *dir = NULL, ctl[4096];
     bool ro, v2 = false;
-    if (find_mount(NULL, &point, &root, &ro)) {
+    enum cg_mode mode = detect_mode();
+    if (mode == CG_UNIFIED) {
+        v2 = read_line_file("/sys/fs/cgroup/cgroup.controllers", ctl, sizeof(ctl)) &&
+             has_word(ctl, "cpuset", ' ');
+        path = v2 ? own_path(NULL) : NULL;
+    } else if (mode != CG_NONE) {
+        path = own_path("cpuset");
+    }
+    if (standard_dir(v2 ? NULL : "cpuset", path, false, &point, &dir)) {
+        /* found where it always is */
+    } else if (find_mount(NULL, &point, &root, &ro)) {
         /* cgroup2 holds the cpuset controller unless a v1 hierarchy has it (hybrid) */
         snprintf(ctl, sizeof(ctl), "%s/cgroup.controllers", point);
         v2 = read_line_file(ctl, ctl, sizeof(ctl)) && has_word(ctl, "cpuset", ' ');
     }
-    if (v2)
-        path = own_path(NULL);
-    else if (find_mount("cpuset", &point, &root, &ro))
-        path = own_path("cpuset");
-    if (path)
-        dir = dir_of(point, root, path);
+    if (dir == NULL) {
+        free(path);
+        path = NULL;
+        if (v2)
+            path = own_path(NULL);
+        else if (find_mount("cpuset", &point, &root, &ro))
+            path = own_path("cpuset");
+        if (path)
+            dir = dir_of(point, root, path);
+    }
     if (dir && v2) {
         /* the effective sets: what the ancestors' sets leave this cgroup */
         *cpus = read_text(dir, "cpuset.cpus.effective");
