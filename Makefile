@@ -124,7 +124,13 @@ host-test: all tests/probe tests/claimer
 test-vm: test-deps all tests/probe
 	@tests/vm/run
 
-bench: all
+# The launch floors the bench measures: an exec linked like tunerun, and like numactl.
+tests/bench/exec-libs: tests/bench/exec.c
+	$(CC) -std=c11 -Wall -Wextra $(WERROR) $(CFLAGS) -o $@ $< $(LDFLAGS) -Wl,--no-as-needed $(DEPS_LIBS)
+tests/bench/exec-numa: tests/bench/exec.c
+	$(CC) -std=c11 -Wall -Wextra $(WERROR) $(CFLAGS) -o $@ $< $(LDFLAGS) -Wl,--no-as-needed -lnuma
+
+bench: all tests/bench/exec-libs tests/bench/exec-numa
 	@contrib/install-deps bench
 	@tests/bench/run
 
@@ -148,5 +154,6 @@ format:
 	clang-format -i launcher/*.c launcher/*.h tests/*.c tests/fuzz/*.c
 
 clean:
-	rm -f tunerun launcher/*.o launcher/config.h tests/probe tests/claimer $(UNIT_TESTS)
+	rm -f tunerun launcher/*.o launcher/config.h tests/probe tests/claimer $(UNIT_TESTS) \
+		tests/bench/exec-libs tests/bench/exec-numa
 	rm -rf build
