@@ -48,11 +48,16 @@ static bool is_fs(const char *path, long magic)
 /* As systemd decides it: the filesystem at /sys/fs/cgroup, then at .../unified. */
 static enum cg_mode detect_mode(void)
 {
-    if (is_fs("/sys/fs/cgroup", CGROUP2_SUPER_MAGIC))
-        return CG_UNIFIED;
-    if (!is_fs("/sys/fs/cgroup", TMPFS_MAGIC))
-        return CG_NONE;
-    return is_fs("/sys/fs/cgroup/unified", CGROUP2_SUPER_MAGIC) ? CG_HYBRID : CG_LEGACY;
+    static int mode = -1; /* asked several times a launch; the answer holds until reboot */
+    if (mode < 0) {
+        if (is_fs("/sys/fs/cgroup", CGROUP2_SUPER_MAGIC))
+            mode = CG_UNIFIED;
+        else if (!is_fs("/sys/fs/cgroup", TMPFS_MAGIC))
+            mode = CG_NONE;
+        else
+            mode = is_fs("/sys/fs/cgroup/unified", CGROUP2_SUPER_MAGIC) ? CG_HYBRID : CG_LEGACY;
+    }
+    return (enum cg_mode)mode;
 }
 
 static bool has_word(const char *list, const char *word, char sep)
@@ -321,7 +326,7 @@ static void read_current(struct cgroup *cg)
     }
 }
 
-void cgroup_detect(struct cgroup *cg)
+void cgroup_detect(struct cgroup *cg, bool limit)
 {
     memset(cg, 0, sizeof(*cg));
     cg->mode = detect_mode();
@@ -351,7 +356,8 @@ void cgroup_detect(struct cgroup *cg)
         cg->dir = NULL;
         goto out;
     }
-    cg->mem_limit = memory_limit(cg->dir, point, cg->v2);
+    if (limit)
+        cg->mem_limit = memory_limit(cg->dir, point, cg->v2);
     read_current(cg);
 
     const char *base = strrchr(cg->path, '/');

@@ -36,7 +36,7 @@ struct cgroup {
     enum cg_owner owner;
     char unit[128];     /* the systemd unit whose cgroup it is, if any */
     bool container;     /* signs of a container (/.dockerenv, $container, a cgroup namespace) */
-    uint64_t mem_limit; /* the lowest memory limit from here up; 0 for none */
+    uint64_t mem_limit; /* the lowest memory limit from here up; 0: none, or not asked for */
     bool swappiness_known;
     int swappiness; /* v1: this cgroup's memory.swappiness now */
     bool swap_max_known;
@@ -44,8 +44,12 @@ struct cgroup {
     char why[512];     /* why it may not be written, for messages */
 };
 
-/* Find it; never fails (owner and why say what is missing). */
-void cgroup_detect(struct cgroup *cg);
+/*
+ * Find it; never fails (owner and why say what is missing). The memory
+ * limit is looked up only when `limit` is true (a walk up the tree, read
+ * for a plan to show or a java heap to fit); mem_limit is 0 otherwise.
+ */
+void cgroup_detect(struct cgroup *cg, bool limit);
 void cgroup_free(struct cgroup *cg);
 
 static inline bool cgroup_writable(const struct cgroup *cg)

@@ -994,7 +994,7 @@ int main(int argc, char **argv)
         char *file = o.profile_file ? realpath(o.profile_file, NULL) : NULL;
         struct dropin_args a = {n > 0 ? exe : "/usr/bin/tunerun", file, o.sets, o.nsets, o.command};
         struct cgroup here;
-        cgroup_detect(&here);
+        cgroup_detect(&here, false);
         systemd_dropin(stdout, &p, &a, systemd_version(), here.mode == CG_UNIFIED);
         cgroup_free(&here);
         free(file);
@@ -1018,7 +1018,8 @@ int main(int argc, char **argv)
         goto out;
     }
     struct cgroup cg;
-    cgroup_detect(&cg);
+    /* a launch needs the memory limit only to size a java heap */
+    cgroup_detect(&cg, o.verb == VERB_PLAN || p.java.max_ram == JAVA_AUTO);
     const struct cgroup *here = o.topology ? NULL : &cg; /* another machine's is unknown */
     if (o.verb == VERB_PLAN)
         status = show_plan(&o, &p, &t, &sd, here, wanted ? &pv : NULL);

@@ -335,15 +335,17 @@ static bool start_time(const char *stat_path, unsigned long long *start)
     return sscanf(p, " %llu", start) == 1;
 }
 
-static bool self_witness(unsigned long long *pidns, unsigned long long *start, char *boot_id,
-                         size_t n)
+static bool self_witness(unsigned long long *pidns, unsigned long long *start, char *boot, size_t n)
 {
     struct stat st;
     if (stat("/proc/self/ns/pid", &st) < 0)
         return false;
     *pidns = st.st_ino;
-    return start_time("/proc/self/stat", start) &&
-           read_line_file("/proc/sys/kernel/random/boot_id", boot_id, n);
+    const char *id = boot_id();
+    if (id == NULL || !start_time("/proc/self/stat", start))
+        return false;
+    snprintf(boot, n, "%s", id);
+    return true;
 }
 
 static bool pid_alive(const struct registry *r, const struct claim *c)

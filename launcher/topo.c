@@ -290,7 +290,9 @@ static char *cache_key(void)
     free(hw);
     for (size_t i = 0; i < NKEY_FILES; i++) {
         char v[8192];
-        if (!read_line_file(key_files[i], v, sizeof(v))) {
+        if (i == 0 && boot_id())
+            snprintf(v, sizeof(v), "%s", boot_id()); /* the registry reads it too */
+        else if (i == 0 || !read_line_file(key_files[i], v, sizeof(v))) {
             if (i == 0) {
                 free(key);
                 return NULL;

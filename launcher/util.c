@@ -193,3 +193,12 @@ bool command_access(const char *cmd, int slash_mode, int flags)
     errno = ok ? 0 : error;
     return ok;
 }
+
+const char *boot_id(void)
+{
+    static char id[64];
+    static int state; /* 0: not read yet, 1: read, -1: none */
+    if (state == 0)
+        state = read_line_file("/proc/sys/kernel/random/boot_id", id, sizeof(id)) ? 1 : -1;
+    return state > 0 ? id : NULL;
+}

@@ -42,6 +42,9 @@ void mountinfo_unescape(char *s);
 /* The first line of a small file (a sysfs or procfs value), without "\n". */
 bool read_line_file(const char *path, char *buf, size_t n);
 
+/* This boot's id (/proc/sys/kernel/random/boot_id), read once per process; NULL if none. */
+const char *boot_id(void);
+
 /*
  * Whether execvp(3) would find cmd, as these ids see it: cmd itself when it
  * holds a '/' (faccessat with slash_mode), else the first executable entry
