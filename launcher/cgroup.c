@@ -127,8 +127,11 @@ static bool find_mount(const char *option, char **point, char **root, bool *ro)
         if (n < 6 || fstype == NULL)
             continue;
         char *r = f[3], *pt = f[4], *opts = f[5];
-        if (option ? strcmp(fstype, "cgroup") != 0 || super == NULL || !has_word(super, option, ',')
-                   : strcmp(fstype, "cgroup2") != 0)
+        /* the old cpuset filesystem (mount -t cpuset) is the cpuset hierarchy too */
+        bool cpuset_fs = option && strcmp(option, "cpuset") == 0 && strcmp(fstype, "cpuset") == 0;
+        if (!cpuset_fs && (option ? strcmp(fstype, "cgroup") != 0 || super == NULL ||
+                                        !has_word(super, option, ',')
+                                  : strcmp(fstype, "cgroup2") != 0))
             continue;
         mountinfo_unescape(r);
         mountinfo_unescape(pt);
@@ -410,19 +413,34 @@ static char *read_text(const char *dir, const char *file)
     return text;
 }
 
+/*
+ * The cgroup whose cpuset this process lives by. /proc/self/cpuset names
+ * it (as hwloc reads it): on cgroup2 that is the nearest ancestor with the
+ * cpuset controller enabled, which the process's own cgroup often is not
+ * (a slice's AllowedCPUs= holds for the services under it). Without that
+ * file, the process's own cgroup.
+ */
+static char *cpuset_path(bool v2)
+{
+    char *path = read_text("/proc/self", "cpuset");
+    if (path == NULL || path[0] != '/') {
+        free(path);
+        path = own_path(v2 ? NULL : "cpuset");
+    }
+    return path;
+}
+
 void cgroup_cpuset(char **cpus, char **mems)
 {
     *cpus = *mems = NULL;
     char *point = NULL, *root = NULL, *path = NULL, *dir = NULL, ctl[4096];
     bool ro, v2 = false;
     enum cg_mode mode = detect_mode();
-    if (mode == CG_UNIFIED) {
+    if (mode == CG_UNIFIED)
         v2 = read_line_file("/sys/fs/cgroup/cgroup.controllers", ctl, sizeof(ctl)) &&
              has_word(ctl, "cpuset", ' ');
-        path = v2 ? own_path(NULL) : NULL;
-    } else if (mode != CG_NONE) {
-        path = own_path("cpuset");
-    }
+    if (mode != CG_NONE)
+        path = cpuset_path(v2);
     if (standard_dir(v2 ? NULL : "cpuset", path, false, &point, &dir)) {
         /* found where it always is */
     } else if (find_mount(NULL, &point, &root, &ro)) {
@@ -433,10 +451,8 @@ void cgroup_cpuset(char **cpus, char **mems)
     if (dir == NULL) {
         free(path);
         path = NULL;
-        if (v2)
-            path = own_path(NULL);
-        else if (find_mount("cpuset", &point, &root, &ro))
-            path = own_path("cpuset");
+        if (v2 || find_mount("cpuset", &point, &root, &ro))
+            path = cpuset_path(v2);
         if (path)
             dir = dir_of(point, root, path);
     }
@@ -445,7 +461,7 @@ void cgroup_cpuset(char **cpus, char **mems)
         *cpus = read_text(dir, "cpuset.cpus.effective");
         *mems = read_text(dir, "cpuset.mems.effective");
     } else if (dir) {
-        /* a hierarchy mounted with noprefix (as the old cpuset filesystem) drops "cpuset." */
+        /* a hierarchy mounted with noprefix, or the old cpuset filesystem, drops "cpuset." */
         *cpus = read_text(dir, "cpuset.cpus");
         *mems = read_text(dir, "cpuset.mems");
         if (*cpus == NULL && *mems == NULL) {

@@ -59,13 +59,15 @@ static inline bool cgroup_writable(const struct cgroup *cg)
 
 /*
  * The CPUs and memory nodes this process's cpuset cgroup allows, as the
- * kernel lists them (cgroup2's cpuset.cpus.effective and .mems.effective,
- * v1's cpuset.cpus and .mems), each malloc()ed, or NULL when unknown (no
- * cpuset controller, a cgroup outside the mounted tree, a file that cannot
- * be read): then the whole machine is allowed. These are the files hwloc's
- * Linux backend reads for a topology's allowed sets; hwloc has no call that
- * gives them without loading a topology, which the topology cache exists
- * to avoid, so tunerun reads them itself.
+ * kernel lists them, each malloc()ed, or NULL when unknown (no cpuset
+ * controller, a cgroup outside the mounted tree, a file that cannot be
+ * read): then the whole machine is allowed. The cgroup is the one
+ * /proc/self/cpuset names (on cgroup2, the nearest ancestor with the
+ * controller), its files cgroup2's cpuset.cpus.effective and
+ * .mems.effective, or v1's cpuset.cpus and .mems: what hwloc's Linux
+ * backend reads for a topology's allowed sets. hwloc has no call that gives
+ * them without loading a topology, which the topology cache exists to
+ * avoid, so tunerun reads them itself.
  */
 void cgroup_cpuset(char **cpus, char **mems);
 

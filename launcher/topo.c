@@ -244,7 +244,9 @@ static const char *const key_files[] = {
 };
 #define NKEY_FILES (sizeof(key_files) / sizeof(key_files[0]))
 #define CACHE_NAME "topology.cache"
-#define CACHE_MAX  (64 << 20) /* 4096 PUs and 64 nodes take well under 1 MiB */
+/* the highest CPU a cache may name when the kernel does not say (x86's NR_CPUS is 8192) */
+#define CPUS_UNKNOWN_MAX 8191
+#define CACHE_MAX        (64 << 20) /* 4096 PUs and 64 nodes take well under 1 MiB */
 
 /* Add to what -v says about the cache. */
 static void cache_note(struct topo *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -275,12 +277,15 @@ static char *file_id(const char *path)
 }
 
 /*
- * The key a cache must have been written under; NULL when there is no boot
- * id. hwloc's API version is the same for many releases, so the library
- * file itself, and tunerun's binary (its filters and flags), are in it.
+ * The key a cache must have been written under, and in *max the machine's
+ * highest possible CPU, which bounds what the cache may name; NULL when
+ * there is no boot id. hwloc's API version is the same for many releases,
+ * so the library file itself, and tunerun's binary (its filters and
+ * flags), are in it.
  */
-static char *cache_key(void)
+static char *cache_key(int *max)
 {
+    *max = CPUS_UNKNOWN_MAX;
     Dl_info lib;
     const char *libpath = dladdr((void *)hwloc_topology_init, &lib) ? lib.dli_fname : NULL;
     char *exe = file_id("/proc/self/exe"), *hw = file_id(libpath);
@@ -299,6 +304,10 @@ static char *cache_key(void)
             }
             strcpy(v, "-");
         }
+        hwloc_bitmap_t possible = hwloc_bitmap_alloc();
+        if (i == 1 && bitmap_parse(possible, v) && hwloc_bitmap_last(possible) >= 0)
+            *max = hwloc_bitmap_last(possible);
+        hwloc_bitmap_free(possible);
         char *k = xasprintf("%s%s %s\n", key, key_files[i], v);
         free(key);
         key = k;
@@ -312,8 +321,8 @@ static char *cache_key(void)
  * Importing hwloc's XML export instead cost every launch ~0.1 ms of
  * parsing and hwloc's own cgroup reads; this costs a few microseconds.
  *
+ *     complete LIST           every PU (first: it bounds the other sets)
  *     online LIST             PUs online
- *     complete LIST           every PU
  *     node OS BYTES LIST SUBTYPE   per node, its PUs; SUBTYPE "-" for none
  *     core LIST               per core
  *     distances V...          nodes x nodes, in node order; absent: unknown
@@ -335,7 +344,7 @@ static char *cache_format(const struct machine *m)
         free(piece_);                                                                              \
     } while (0)
     char *online = bitmap_list(m->online), *complete = bitmap_list(m->complete);
-    APPEND("online %s\ncomplete %s\n", online, complete);
+    APPEND("complete %s\nonline %s\n", complete, online);
     free(online);
     free(complete);
     for (size_t i = 0; i < m->nnodes; i++) {
@@ -380,29 +389,68 @@ static bool parse_u64(const char *s, uint64_t *v)
     return errno == 0 && *end == '\0';
 }
 
-/* cache_format()'s text back (modified in place); false with the line that is wrong. */
-static bool cache_parse(char *text, struct machine *m, unsigned *bad_line)
+#define MAX_NODES 1024 /* Linux's MAX_NUMNODES (NODES_SHIFT 10) */
+
+/*
+ * A list of the cache's that lies within `within` (NULL: at most `max`,
+ * the machine's highest possible CPU); NULL otherwise. Bounded before
+ * anything big is kept: a corrupt file must not make a launch allocate
+ * without end.
+ */
+static hwloc_bitmap_t cached_set(const char *list, hwloc_const_bitmap_t within, int max)
+{
+    hwloc_bitmap_t set = parsed_set(list);
+    if (set && (within ? !hwloc_bitmap_isincluded(set, within) : hwloc_bitmap_last(set) > max)) {
+        hwloc_bitmap_free(set);
+        set = NULL;
+    }
+    return set;
+}
+
+static size_t words(const char *s)
+{
+    size_t n = 0;
+    for (const char *p = s; p && *p; n++) {
+        p += strspn(p, " ");
+        if (*p == '\0')
+            break;
+        p += strcspn(p, " ");
+    }
+    return n;
+}
+
+/*
+ * cache_format()'s text back (modified in place), its CPUs within 0..max;
+ * false with why (a line that is wrong, or one missing) otherwise. What it
+ * says must hold together: every set within the complete one, node os
+ * indexes unique, cores disjoint.
+ */
+static bool cache_parse(char *text, int max, struct machine *m, char *why, size_t why_n)
 {
     memset(m, 0, sizeof(*m));
+    hwloc_bitmap_t seen = hwloc_bitmap_alloc(), in_cores = hwloc_bitmap_alloc();
     size_t node_cap = 0, core_cap = 0;
-    unsigned lineno = 0;
+    unsigned lineno = 0, bad = 0;
     char *save = NULL;
-    bool distances = false;
-    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    for (char *line = strtok_r(text, "\n", &save); line && !bad;
+         line = strtok_r(NULL, "\n", &save)) {
         lineno++;
         char *w = NULL, *word = strtok_r(line, " ", &w);
         bool ok = word != NULL;
-        if (ok && strcmp(word, "online") == 0 && m->online == NULL) {
-            ok = (m->online = parsed_set(strtok_r(NULL, " ", &w))) != NULL;
-        } else if (ok && strcmp(word, "complete") == 0 && m->complete == NULL) {
-            ok = (m->complete = parsed_set(strtok_r(NULL, " ", &w))) != NULL;
-        } else if (ok && strcmp(word, "node") == 0 && !distances) {
+        /* the complete set first: it bounds every other */
+        if (ok && m->complete == NULL) {
+            ok = strcmp(word, "complete") == 0 &&
+                 (m->complete = cached_set(strtok_r(NULL, " ", &w), NULL, max)) != NULL;
+        } else if (ok && strcmp(word, "online") == 0 && m->online == NULL) {
+            ok = (m->online = cached_set(strtok_r(NULL, " ", &w), m->complete, 0)) != NULL;
+        } else if (ok && strcmp(word, "node") == 0 && m->distance == NULL) {
             uint64_t os, bytes;
             const char *a = strtok_r(NULL, " ", &w), *b = strtok_r(NULL, " ", &w);
             const char *c = strtok_r(NULL, " ", &w), *d = strtok_r(NULL, " ", &w);
             hwloc_bitmap_t cpus = NULL;
-            ok = parse_u64(a, &os) && os <= BITMAP_MAX_INDEX && parse_u64(b, &bytes) && d != NULL &&
-                 strlen(d) < sizeof(m->nodes->subtype) && (cpus = parsed_set(c)) != NULL;
+            ok = parse_u64(a, &os) && os < MAX_NODES && !hwloc_bitmap_isset(seen, (unsigned)os) &&
+                 parse_u64(b, &bytes) && d != NULL && strlen(d) < sizeof(m->nodes->subtype) &&
+                 (cpus = cached_set(c, m->complete, 0)) != NULL;
             if (ok) {
                 if (m->nnodes == node_cap)
                     m->nodes =
@@ -410,43 +458,51 @@ static bool cache_parse(char *text, struct machine *m, unsigned *bad_line)
                 struct mnode *nd = &m->nodes[m->nnodes++];
                 memset(nd, 0, sizeof(*nd));
                 nd->os_index = (unsigned)os;
+                hwloc_bitmap_set(seen, (unsigned)os);
                 nd->memory = bytes;
                 nd->cpus = cpus;
                 if (strcmp(d, "-") != 0)
                     snprintf(nd->subtype, sizeof(nd->subtype), "%s", d);
             }
         } else if (ok && strcmp(word, "core") == 0) {
-            hwloc_bitmap_t cpus = parsed_set(strtok_r(NULL, " ", &w));
-            if ((ok = cpus != NULL)) {
+            hwloc_bitmap_t cpus = cached_set(strtok_r(NULL, " ", &w), m->complete, 0);
+            ok = cpus != NULL && !hwloc_bitmap_iszero(cpus) &&
+                 !hwloc_bitmap_intersects(cpus, in_cores);
+            if (ok) {
+                hwloc_bitmap_or(in_cores, in_cores, cpus);
                 if (m->ncores == core_cap)
                     m->cores =
                         xrealloc(m->cores, (core_cap = core_cap * 2 + 8) * sizeof(*m->cores));
                 m->cores[m->ncores++] = cpus;
+            } else if (cpus) {
+                hwloc_bitmap_free(cpus);
             }
-        } else if (ok && strcmp(word, "distances") == 0 && !distances && m->nnodes > 0) {
-            size_t n = m->nnodes * m->nnodes, i = 0;
-            m->distance = xcalloc(n, sizeof(*m->distance));
-            for (const char *v; ok && (v = strtok_r(NULL, " ", &w)) != NULL; i++)
-                ok = i < n && parse_u64(v, &m->distance[i]);
-            ok = ok && i == n;
-            distances = true;
+        } else if (ok && strcmp(word, "distances") == 0 && m->distance == NULL && m->nnodes > 1) {
+            /* as many values as node pairs, counted before the matrix is made */
+            size_t n = m->nnodes * m->nnodes;
+            ok = words(w) == n;
+            if (ok)
+                m->distance = xcalloc(n, sizeof(*m->distance));
+            for (size_t i = 0; ok && i < n; i++)
+                ok = parse_u64(strtok_r(NULL, " ", &w), &m->distance[i]);
         } else {
             ok = false;
         }
         if (ok && strtok_r(NULL, " ", &w) != NULL)
             ok = false; /* a word too many */
-        if (!ok) {
-            *bad_line = lineno;
-            machine_free(m);
-            return false;
-        }
+        if (!ok)
+            bad = lineno;
     }
-    if (m->online == NULL || m->complete == NULL || m->nnodes == 0) {
-        *bad_line = lineno + 1;
-        machine_free(m);
-        return false;
-    }
-    return true;
+    hwloc_bitmap_free(seen);
+    hwloc_bitmap_free(in_cores);
+    if (bad)
+        snprintf(why, why_n, "line %u after the key is not tunerun's", bad);
+    else if (m->complete == NULL || m->online == NULL || m->nnodes == 0)
+        snprintf(why, why_n, "it ends before its complete, online and node lines");
+    else
+        return true;
+    machine_free(m);
+    return false;
 }
 
 /* The cached text (NUL-terminated, after the key) when written under `key`, else NULL. */
@@ -547,19 +603,19 @@ static bool load_host(struct topo *t, const struct state_dir *sd, struct machine
                 fsroot);
         return false;
     }
-    char *key = NULL, var[64];
+    char *key = NULL, var[64], why[128];
+    int max;
     if (sd == NULL || sd->fd < 0)
         cache_note(t, "no state directory, so no topology cache");
     else if (foreign_hwloc_variable(var, sizeof(var)))
         /* HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES and others change what hwloc finds. */
         cache_note(t, "%s is set, so the topology cache is not used", var);
-    else if ((key = cache_key()) == NULL)
+    else if ((key = cache_key(&max)) == NULL)
         cache_note(t, "no boot id in /proc, so no topology cache");
 
     char *cached = key ? cache_read(t, sd, key) : NULL;
     if (cached) {
-        unsigned line;
-        bool ok = cache_parse(cached, m, &line);
+        bool ok = cache_parse(cached, max, m, why, sizeof(why));
         free(cached);
         if (ok) {
             t->cache = TOPO_CACHE_HIT;
@@ -567,7 +623,7 @@ static bool load_host(struct topo *t, const struct state_dir *sd, struct machine
             free(key);
             return true;
         }
-        cache_note(t, "%s/%s: line %u after the key is not tunerun's", sd->path, CACHE_NAME, line);
+        cache_note(t, "%s/%s: %s", sd->path, CACHE_NAME, why);
     }
     hwloc_topology_t found = discover_host(e);
     if (found) {
@@ -731,6 +787,21 @@ static hwloc_bitmap_t allowed_set(char *list)
     return set;
 }
 
+/* The machine as this process may use it: the planner's struct topo. Frees m. */
+static void narrow(struct topo *t, struct machine *m)
+{
+    t->cpus = hwloc_bitmap_dup(m->online);
+    if (m->allowed_cpus)
+        hwloc_bitmap_and(t->cpus, t->cpus, m->allowed_cpus);
+    t->offline = hwloc_bitmap_dup(m->complete); /* all that exist */
+    hwloc_bitmap_andnot(t->offline, t->offline, m->online);
+    load_nodes(m, t);
+    load_memory(t);
+    load_cores(m, t);
+    machine_free(m);
+    t->binding = hwloc_bitmap_dup(t->cpus); /* the host's own is read by the caller */
+}
+
 bool topo_load(struct topo *t, const char *spec, const struct state_dir *cache, struct err *e)
 {
     memset(t, 0, sizeof(*t));
@@ -761,24 +832,29 @@ bool topo_load(struct topo *t, const char *spec, const struct state_dir *cache, 
         m.allowed_cpus = allowed_set(cpus);
         m.allowed_nodes = allowed_set(mems);
     }
-    t->cpus = hwloc_bitmap_dup(m.online);
-    if (m.allowed_cpus)
-        hwloc_bitmap_and(t->cpus, t->cpus, m.allowed_cpus);
-    t->offline = hwloc_bitmap_dup(m.complete); /* all that exist */
-    hwloc_bitmap_andnot(t->offline, t->offline, m.online);
-    load_nodes(&m, t);
-    load_memory(t);
-    load_cores(&m, t);
-    machine_free(&m);
-
-    t->binding = hwloc_bitmap_alloc();
-    if (t->source != TOPO_HOST) {
-        hwloc_bitmap_copy(t->binding, t->cpus);
-    } else if (thread_cpus(0, t->binding) < 0) {
+    narrow(t, &m);
+    if (t->source == TOPO_HOST && thread_cpus(0, t->binding) < 0) {
         err_set(e, "cannot read this process's CPU affinity: %s", strerror(errno));
         topo_free(t);
         return false;
     }
+    return true;
+}
+
+bool topo_parse_cache(struct topo *t, const char *text, struct err *e)
+{
+    memset(t, 0, sizeof(*t));
+    struct machine m;
+    char *copy = xstrdup(text), why[128];
+    bool ok = cache_parse(copy, CPUS_UNKNOWN_MAX, &m, why, sizeof(why));
+    free(copy);
+    if (!ok) {
+        err_set(e, "%s", why);
+        return false;
+    }
+    t->source = TOPO_XML;
+    t->desc = xstrdup("a topology cache");
+    narrow(t, &m);
     return true;
 }
 

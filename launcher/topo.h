@@ -67,6 +67,13 @@ struct topo {
 bool topo_load(struct topo *t, const char *spec, const struct state_dir *cache, struct err *e);
 void topo_free(struct topo *t);
 
+/*
+ * A topology from the body of a topology cache file (what follows its
+ * key), every CPU and node allowed: for tests and the fuzzer. False, with
+ * the line that is wrong, when the text is not what the cache holds.
+ */
+bool topo_parse_cache(struct topo *t, const char *text, struct err *e);
+
 /* Index in t->nodes of the node with this os index, or -1. */
 int topo_node_index(const struct topo *t, unsigned os_index);
 /* Distance between nodes by index; 10 for self and 20 for others when unknown. */

@@ -70,27 +70,40 @@ char *bitmap_list(hwloc_const_bitmap_t set)
 }
 
 /*
- * A CPU or node list. hwloc allocates up to the highest index it reads, and
- * "0-" is every index there is: a line that could make it allocate
- * gigabytes, or stand for an infinite set, is refused.
+ * A CPU or node list, in the kernel's grammar: "N" or "N-M" (N <= M),
+ * comma-separated. hwloc's parser is lenient ("1 2", "1,,2" and "3-1" all
+ * pass), takes "0-" for every index there is, allocates up to the highest
+ * index it reads, and in 2.9 never returns from "-7": so the grammar and a
+ * bound on the indexes are checked here, and hwloc parses only what passes.
  */
+static const char *list_index(const char *p, unsigned long *n)
+{
+    if (*p < '0' || *p > '9')
+        return NULL;
+    for (*n = 0; *p >= '0' && *p <= '9'; p++)
+        if ((*n = *n * 10 + (unsigned long)(*p - '0')) > BITMAP_MAX_INDEX)
+            return NULL;
+    return p;
+}
+
 bool bitmap_parse(hwloc_bitmap_t set, const char *v)
 {
     if (strcmp(v, "none") == 0) {
         hwloc_bitmap_zero(set);
         return true;
     }
-    for (const char *p = v; *p;) {
-        if (*p < '0' || *p > '9') {
-            p++;
-            continue;
-        }
-        unsigned long n = 0;
-        for (; *p >= '0' && *p <= '9'; p++)
-            if ((n = n * 10 + (unsigned long)(*p - '0')) > BITMAP_MAX_INDEX)
-                return false;
+    for (const char *p = v;;) {
+        unsigned long lo, hi;
+        if ((p = list_index(p, &lo)) == NULL)
+            return false;
+        if (*p == '-' && ((p = list_index(p + 1, &hi)) == NULL || hi < lo))
+            return false;
+        if (*p == '\0')
+            break;
+        if (*p++ != ',')
+            return false;
     }
-    return hwloc_bitmap_list_sscanf(set, v) == 0 && hwloc_bitmap_weight(set) >= 0;
+    return hwloc_bitmap_list_sscanf(set, v) == 0;
 }
 
 void rlim_str(char *buf, size_t n, rlim_t v)

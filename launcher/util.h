@@ -24,7 +24,7 @@ char *bitmap_list(hwloc_const_bitmap_t set);
 
 /* The highest CPU or node index tunerun reads from a file (Linux's NR_CPUS stays far below). */
 #define BITMAP_MAX_INDEX (1UL << 20)
-/* bitmap_list()'s inverse; false for anything else, or an index beyond BITMAP_MAX_INDEX. */
+/* bitmap_list()'s inverse: the kernel's list grammar or "none"; no index beyond the max. */
 bool bitmap_parse(hwloc_bitmap_t set, const char *list);
 
 /* An rlimit value as text: a number or "unlimited". */

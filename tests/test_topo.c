@@ -186,6 +186,57 @@ static void test_host_is_this_system(void **state)
 }
 
 /* A topology imported from the cache is the one hwloc discovered. */
+/* The cache's own lines: what a warm launch reads, and what it must refuse. */
+static void test_cache_lines(void **state)
+{
+    (void)state;
+    struct topo t;
+    struct err e;
+    const char *good = "complete 0-9\nonline 0-7\n"
+                       "node 0 8589934592 0-3 -\nnode 1 8589934592 4-7 DRAM\nnode 2 0 0-3 HBM\n"
+                       "core 0,4\ncore 1\ncore 2-3\ncore 5-7\n"
+                       "distances 10 21 13 21 10 31 13 31 10\n";
+    assert_true(topo_parse_cache(&t, good, &e));
+    assert_int_equal(t.nnodes, 3);
+    assert_int_equal(hwloc_bitmap_weight(t.cpus), 8);
+    assert_int_equal(hwloc_bitmap_weight(t.offline), 2); /* 8 and 9 exist, not online */
+    /* the HBM node covers 0-3 too, but DRAM is their home; it is CPU-less */
+    assert_int_equal(hwloc_bitmap_weight(t.nodes[0].cpus), 4);
+    assert_true(hwloc_bitmap_iszero(t.nodes[2].cpus));
+    assert_int_equal(topo_distance(&t, 0, 2), 13);
+    assert_int_equal(t.ncores, 4);
+    topo_free(&t);
+
+    static const struct {
+        const char *text, *why;
+    } bad[] = {
+        {"", "ends before"},
+        {"complete 0-3\nonline 0-3\n", "ends before"},
+        {"online 0-3\ncomplete 0-3\nnode 0 1 0-3 -\n", "line 1 "}, /* complete comes first */
+        {"complete 0-3\nonline 0-7\nnode 0 1 0-3 -\n", "line 2 "}, /* online beyond it */
+        {"complete 0-3\nonline 0-3\nnode 0 1 0-3 -\nnode 0 1 0-3 -\n", "line 4 "},
+        {"complete 0-3\nonline 0-3\nnode 1024 1 0-3 -\n", "line 3 "}, /* beyond MAX_NUMNODES */
+        {"complete 0-3\nonline 0-3\nnode 0 1 0-3 -\ncore 0-1\ncore 1-2\n", "line 5 "},
+        {"complete 0-3\nonline 0-3\nnode 0 1 0-3 -\ncore 1048576\n", "line 4 "},
+        {"complete 0-8192\nonline 0\nnode 0 1 0 -\n", "line 1 "}, /* beyond NR_CPUS */
+        {"complete 0-3\nonline 0-3\nnode 0 1 0-1 -\nnode 1 1 2-3 -\ndistances 10 20 20\n",
+         "line 5 "},
+        {"complete 0-3\nonline 0-3\nnode 0 1 0-3 -\ndistances 10\n", "line 4 "}, /* one node */
+        {"complete 0-3\nonline -3\nnode 0 1 0-3 -\n", "line 2 "}, /* hwloc 2.9 hangs on it */
+        {"complete 0-3\nonline 0-3\nnode 0 1 0-3 - extra\n", "line 3 "},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (topo_parse_cache(&t, bad[i].text, &e)) {
+            print_error("accepted: %s\n", bad[i].text);
+            fail();
+        }
+        if (strstr(e.msg, bad[i].why) == NULL) {
+            print_error("%s: said %s\n", bad[i].text, e.msg);
+            fail();
+        }
+    }
+}
+
 static void test_host_cache(void **state)
 {
     (void)state;
@@ -249,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_offline_and_disallowed),
         cmocka_unit_test(test_synthetic),
         cmocka_unit_test(test_host_is_this_system),
+        cmocka_unit_test(test_cache_lines),
         cmocka_unit_test(test_host_cache),
     };
     return cmocka_run_group_tests_name("topo", tests, NULL, NULL);

@@ -1,11 +1,13 @@
 /*
- * fuzz_values.c - libFuzzer: the value parsers, and the registry's lines.
+ * fuzz_values.c - libFuzzer: the value parsers, the registry's lines, and
+ * the topology cache's.
  *
  * Every parser of parse.c gets the input as one value, as a profile line or
  * --set would give it, and each result is checked against what the parser
  * promises. The same bytes are then a line of the registry's table, which
  * holds CPU and node lists (hwloc_bitmap_list_sscanf) next to numbers,
- * names and flags.
+ * names and flags. Last they are the body of a topology cache file, which
+ * a launch turns into the planner's machine.
  */
 #include <hwloc/bitmap.h>
 #include <stdint.h>
@@ -14,6 +16,7 @@
 
 #include "parse.h"
 #include "registry.h"
+#include "topo.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -43,6 +46,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort(); /* a list that could make hwloc allocate without bound */
     }
     claim_free(&c);
+
+    struct topo top;
+    struct err e;
+    if (topo_parse_cache(&top, s, &e)) {
+        hwloc_bitmap_t homes = hwloc_bitmap_alloc();
+        for (size_t i = 0; i < top.nnodes; i++) {
+            /* one home per CPU, every home allowed, nodes in os index order */
+            if (hwloc_bitmap_intersects(homes, top.nodes[i].cpus) ||
+                !hwloc_bitmap_isincluded(top.nodes[i].cpus, top.cpus) ||
+                (i > 0 && top.nodes[i - 1].os_index >= top.nodes[i].os_index))
+                abort();
+            hwloc_bitmap_or(homes, homes, top.nodes[i].cpus);
+        }
+        for (size_t i = 0; i < top.ncores; i++)
+            if (hwloc_bitmap_iszero(top.cores[i]) ||
+                !hwloc_bitmap_isincluded(top.cores[i], top.cpus))
+                abort();
+        if (top.distance && top.nnodes < 2)
+            abort();
+        hwloc_bitmap_free(homes);
+        topo_free(&top);
+    }
 
     /* trimming: never past the ends */
     char *t = str_trim(s);
