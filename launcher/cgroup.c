@@ -430,31 +430,32 @@ static char *cpuset_path(bool v2)
     return path;
 }
 
+/* Whether the cgroup2 hierarchy mounted at point holds the cpuset controller. */
+static bool holds_cpuset(const char *point)
+{
+    char ctl[4096];
+    snprintf(ctl, sizeof(ctl), "%s/cgroup.controllers", point);
+    return read_line_file(ctl, ctl, sizeof(ctl)) && has_word(ctl, "cpuset", ' ');
+}
+
 void cgroup_cpuset(char **cpus, char **mems)
 {
     *cpus = *mems = NULL;
-    char *point = NULL, *root = NULL, *path = NULL, *dir = NULL, ctl[4096];
-    bool ro, v2 = false;
     enum cg_mode mode = detect_mode();
-    if (mode == CG_UNIFIED)
-        v2 = read_line_file("/sys/fs/cgroup/cgroup.controllers", ctl, sizeof(ctl)) &&
-             has_word(ctl, "cpuset", ' ');
-    if (mode != CG_NONE)
-        path = cpuset_path(v2);
-    if (standard_dir(v2 ? NULL : "cpuset", path, false, &point, &dir)) {
-        /* found where it always is */
-    } else if (find_mount(NULL, &point, &root, &ro)) {
-        /* cgroup2 holds the cpuset controller unless a v1 hierarchy has it (hybrid) */
-        snprintf(ctl, sizeof(ctl), "%s/cgroup.controllers", point);
-        v2 = read_line_file(ctl, ctl, sizeof(ctl)) && has_word(ctl, "cpuset", ' ');
-    }
-    if (dir == NULL) {
-        free(path);
-        path = NULL;
-        if (v2 || find_mount("cpuset", &point, &root, &ro))
-            path = cpuset_path(v2);
-        if (path)
-            dir = dir_of(point, root, path);
+    if (mode == CG_NONE)
+        return;
+    /* cgroup2 holds the controller unless a v1 hierarchy has it (hybrid, v1) */
+    bool v2 = mode == CG_UNIFIED && holds_cpuset("/sys/fs/cgroup"), ro;
+    char *point = NULL, *root = NULL, *dir = NULL, *path = cpuset_path(v2);
+    if (!standard_dir(v2 ? NULL : "cpuset", path, false, &point, &dir)) {
+        /* mounted elsewhere: where mountinfo says, the cgroup2 hierarchy first */
+        bool found = find_mount(NULL, &point, &root, &ro) && holds_cpuset(point);
+        if (found != v2) {
+            free(path);
+            path = cpuset_path(v2 = found);
+        }
+        if (found || find_mount("cpuset", &point, &root, &ro))
+            dir = path ? dir_of(point, root, path) : NULL;
     }
     if (dir && v2) {
         /* the effective sets: what the ancestors' sets leave this cgroup */
