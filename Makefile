@@ -59,6 +59,9 @@ tunerun: launcher/main.o $(LIB_OBJ)
 tests/probe: tests/probe.c
 	$(CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(CFLAGS) -o $@ $< -lnuma
 
+tests/nsrun: tests/nsrun.c
+	$(CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(CFLAGS) -o $@ $<
+
 tests/claimer: tests/claimer.c $(LIB_OBJ) $(HDRS)
 	$(CC) $(ALL_CFLAGS) -Ilauncher -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(DEPS_LIBS)
 
@@ -121,7 +124,7 @@ unit: all $(UNIT_TESTS)
 host-test: all tests/probe tests/claimer
 	@tests/host/run
 
-test-vm: test-deps all tests/probe
+test-vm: test-deps all tests/probe tests/nsrun
 	@tests/vm/run
 
 # The launch floors the bench measures: an exec linked like tunerun, and like numactl.
@@ -154,6 +157,6 @@ format:
 	clang-format -i launcher/*.c launcher/*.h tests/*.c tests/fuzz/*.c
 
 clean:
-	rm -f tunerun launcher/*.o launcher/config.h tests/probe tests/claimer $(UNIT_TESTS) \
+	rm -f tunerun launcher/*.o launcher/config.h tests/probe tests/claimer tests/nsrun $(UNIT_TESTS) \
 		tests/bench/exec-libs tests/bench/exec-numa
 	rm -rf build

@@ -127,11 +127,8 @@ static bool find_mount(const char *option, char **point, char **root, bool *ro)
         if (n < 6 || fstype == NULL)
             continue;
         char *r = f[3], *pt = f[4], *opts = f[5];
-        /* the old cpuset filesystem (mount -t cpuset) is the cpuset hierarchy too */
-        bool cpuset_fs = option && strcmp(option, "cpuset") == 0 && strcmp(fstype, "cpuset") == 0;
-        if (!cpuset_fs && (option ? strcmp(fstype, "cgroup") != 0 || super == NULL ||
-                                        !has_word(super, option, ',')
-                                  : strcmp(fstype, "cgroup2") != 0))
+        if (option ? strcmp(fstype, "cgroup") != 0 || super == NULL || !has_word(super, option, ',')
+                   : strcmp(fstype, "cgroup2") != 0)
             continue;
         mountinfo_unescape(r);
         mountinfo_unescape(pt);
@@ -218,15 +215,19 @@ static bool delegated(const char *dir)
     return n > 0 && v[0] == '1';
 }
 
+/* In a cgroup namespace other than the host's, whose inode is fixed (PROC_CGROUP_INIT_INO). */
+static bool cgroup_namespaced(void)
+{
+    struct stat st;
+    return stat("/proc/self/ns/cgroup", &st) == 0 && st.st_ino != 0xEFFFFFFBu;
+}
+
 static bool in_container(void)
 {
-    struct stat a, b;
     const char *c = getenv("container");
     if ((c && *c) || access("/.dockerenv", F_OK) == 0 || access("/run/.containerenv", F_OK) == 0)
         return true;
-    /* a cgroup namespace other than the host's, whose inode is fixed (PROC_CGROUP_INIT_INO) */
-    (void)b;
-    return stat("/proc/self/ns/cgroup", &a) == 0 && a.st_ino != 0xEFFFFFFBu;
+    return cgroup_namespaced();
 }
 
 /*
@@ -276,6 +277,13 @@ static bool standard_dir(const char *v1_name, const char *path, bool listed, cha
     enum cg_mode mode = detect_mode();
     if (path == NULL || strncmp(path, "/..", 3) == 0 ||
         (v1_name ? mode != CG_LEGACY && mode != CG_HYBRID : mode != CG_UNIFIED))
+        return false;
+    /*
+     * In a cgroup namespace the path is relative to its root, which may not
+     * be the mount's: unless the process is listed there, only mountinfo
+     * (whose roots say where each mount starts) can tell.
+     */
+    if (!listed && cgroup_namespaced())
         return false;
     char *pt = v1_name ? xasprintf("/sys/fs/cgroup/%s", v1_name) : xstrdup("/sys/fs/cgroup");
     char *d = dir_of(pt, "/", path);

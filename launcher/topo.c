@@ -770,6 +770,31 @@ static void load_memory(struct topo *t)
         t->nodes[i].has_memory = t->nodes[i].mem_total > 0 || !t->memory_known;
 }
 
+/*
+ * The nodes the kernel lets this process allocate on (its cpuset's, which
+ * libnuma asks get_mempolicy(MPOL_F_MEMS_ALLOWED) for) narrow what the
+ * cgroup files said. They are the truth where a cgroup namespace hides
+ * whose files those are; the CPUs need no such check, as the affinity
+ * already holds the process to its cpuset's.
+ */
+static void kernel_mems(hwloc_bitmap_t *allowed)
+{
+    struct bitmask *b = numa_available() >= 0 ? numa_get_mems_allowed() : NULL;
+    if (b == NULL)
+        return;
+    hwloc_bitmap_t k = hwloc_bitmap_alloc();
+    for (unsigned long i = 0; i < b->size; i++)
+        if (numa_bitmask_isbitset(b, (unsigned)i))
+            hwloc_bitmap_set(k, (unsigned)i);
+    numa_bitmask_free(b);
+    if (*allowed) {
+        hwloc_bitmap_and(*allowed, *allowed, k);
+        hwloc_bitmap_free(k);
+    } else {
+        *allowed = k;
+    }
+}
+
 /* A cgroup's list as an allowed set; NULL (everything) when it is unknown or unreadable. */
 static hwloc_bitmap_t allowed_set(char *list)
 {
@@ -831,6 +856,7 @@ bool topo_load(struct topo *t, const char *spec, const struct state_dir *cache, 
         cgroup_cpuset(&cpus, &mems);
         m.allowed_cpus = allowed_set(cpus);
         m.allowed_nodes = allowed_set(mems);
+        kernel_mems(&m.allowed_nodes);
     }
     narrow(t, &m);
     if (t->source == TOPO_HOST && thread_cpus(0, t->binding) < 0) {
