@@ -77,7 +77,7 @@ demo: deps
 
 # The README's second command: everything, as CI runs it.
 test: test-deps
-	@$(MAKE) --no-print-directory all tests/probe tests/claimer $(UNIT_TESTS)
+	@$(MAKE) --no-print-directory all tests/probe tests/claimer tests/nsrun $(UNIT_TESTS)
 	@tests/run-all $(UNIT_TESTS)
 	@$(MAKE) --no-print-directory sanitize
 	@$(MAKE) --no-print-directory fuzz
