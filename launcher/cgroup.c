@@ -69,27 +69,40 @@ static bool has_word(const char *list, const char *word, char sep)
     return false;
 }
 
+#define FILE_MAX (1 << 20) /* a cgroup file or path longer than this is no list of ours */
+
+/* DIR/FILE's text (at most max bytes) without its trailing newline, or NULL. */
+static char *read_text(const char *dir, const char *file, size_t max)
+{
+    char path[4096], *text = NULL;
+    size_t len;
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    if (read_fd_text(fd, max, &text, &len) != 0)
+        text = NULL;
+    close(fd);
+    while (text && len > 0 && isspace((unsigned char)text[len - 1]))
+        text[--len] = '\0';
+    return text;
+}
+
 /*
  * A file of this process's under /proc, read once: the lookups below walk
  * /proc/self/mountinfo and /proc/self/cgroup several times, and the kernel
  * renders the whole table on each read.
  */
-static const char *proc_text(const char *path, char **cache)
+static const char *proc_text(const char *file, char **cache)
 {
-    if (*cache == NULL) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        size_t len;
-        if (fd < 0 || read_fd_text(fd, 16 << 20, cache, &len) != 0)
-            *cache = xstrdup("");
-        if (fd >= 0)
-            close(fd);
-    }
+    if (*cache == NULL && (*cache = read_text("/proc/self", file, 16 << 20)) == NULL)
+        *cache = xstrdup("");
     return *cache;
 }
 
 static char *mountinfo_cache, *cgroup_cache;
-#define MOUNTINFO()   proc_text("/proc/self/mountinfo", &mountinfo_cache)
-#define SELF_CGROUP() proc_text("/proc/self/cgroup", &cgroup_cache)
+#define MOUNTINFO()   proc_text("mountinfo", &mountinfo_cache)
+#define SELF_CGROUP() proc_text("cgroup", &cgroup_cache)
 
 /* The next line of text at *p (copied, NUL-terminated, into buf), or false at its end. */
 static bool next_line(const char **p, char *buf, size_t n)
@@ -404,23 +417,6 @@ out:
     free(root);
 }
 
-/* DIR/FILE's text without its trailing newline, or NULL. */
-static char *read_text(const char *dir, const char *file)
-{
-    char path[4096], *text = NULL;
-    size_t len;
-    snprintf(path, sizeof(path), "%s/%s", dir, file);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    if (read_fd_text(fd, 1 << 20, &text, &len) != 0)
-        text = NULL;
-    close(fd);
-    while (text && len > 0 && isspace((unsigned char)text[len - 1]))
-        text[--len] = '\0';
-    return text;
-}
-
 /*
  * The cgroup whose cpuset this process lives by. /proc/self/cpuset names
  * it (as hwloc reads it): on cgroup2 that is the nearest ancestor with the
@@ -430,7 +426,7 @@ static char *read_text(const char *dir, const char *file)
  */
 static char *cpuset_path(bool v2)
 {
-    char *path = read_text("/proc/self", "cpuset");
+    char *path = read_text("/proc/self", "cpuset", FILE_MAX);
     if (path == NULL || path[0] != '/') {
         free(path);
         path = own_path(v2 ? NULL : "cpuset");
@@ -467,15 +463,15 @@ void cgroup_cpuset(char **cpus, char **mems)
     }
     if (dir && v2) {
         /* the effective sets: what the ancestors' sets leave this cgroup */
-        *cpus = read_text(dir, "cpuset.cpus.effective");
-        *mems = read_text(dir, "cpuset.mems.effective");
+        *cpus = read_text(dir, "cpuset.cpus.effective", FILE_MAX);
+        *mems = read_text(dir, "cpuset.mems.effective", FILE_MAX);
     } else if (dir) {
         /* a hierarchy mounted with noprefix, or the old cpuset filesystem, drops "cpuset." */
-        *cpus = read_text(dir, "cpuset.cpus");
-        *mems = read_text(dir, "cpuset.mems");
+        *cpus = read_text(dir, "cpuset.cpus", FILE_MAX);
+        *mems = read_text(dir, "cpuset.mems", FILE_MAX);
         if (*cpus == NULL && *mems == NULL) {
-            *cpus = read_text(dir, "cpus");
-            *mems = read_text(dir, "mems");
+            *cpus = read_text(dir, "cpus", FILE_MAX);
+            *mems = read_text(dir, "mems", FILE_MAX);
         }
     }
     free(point);

@@ -715,6 +715,22 @@ static int shrink_services(const struct plan *pl, struct registry *reg, struct m
     return failed;
 }
 
+/*
+ * A launch that got as far as the privilege drop and will not exec after
+ * all: out of the cgroup it entered, and its claim dropped. Once it is no
+ * longer root, neither can be undone, and the message says who will.
+ */
+static void abandon(struct registry *reg, const char *name, int claim_fd, bool unprivileged)
+{
+    if (unprivileged)
+        log_notice("no longer root: its claim is left for the next launch to remove, and its "
+                   "cgroup for the sweep");
+    cgroup_leave();
+    if (claim_fd >= 0)
+        registry_drop(reg, name, claim_fd);
+    registry_close(reg);
+}
+
 static int run(const struct options *o, struct profile *p, struct topo *t,
                const struct state_dir *sd, const struct cgroup *cg, const struct privs *pv)
 {
@@ -805,13 +821,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         if (error != 0) {
             /* never a warning: the service would run with more than its profile gives it */
             log_error("privileges: %s; not executing %s", why, o->command[0]);
-            if (changed)
-                log_notice("no longer root: its claim is left for the next launch to remove, "
-                           "and its cgroup for the sweep");
-            cgroup_leave();
-            if (claim_fd >= 0)
-                registry_drop(&reg, name, claim_fd);
-            registry_close(&reg);
+            abandon(&reg, name, claim_fd, changed);
             return cannot_exec ? EXIT_CANNOT_RUN : EXIT_TUNERUN;
         }
         char *who = privs_describe(pv);
@@ -823,13 +833,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     execvp(o->command[0], o->command);
     int error = errno;
     log_error("cannot execute '%s': %s", o->command[0], strerror(error));
-    if (pv && pv->change_id && geteuid() != 0)
-        log_notice("no longer root: its claim is left for the next launch to remove, and its "
-                   "cgroup for the sweep");
-    cgroup_leave();
-    if (claim_fd >= 0)
-        registry_drop(&reg, name, claim_fd);
-    registry_close(&reg);
+    abandon(&reg, name, claim_fd, pv && pv->change_id && geteuid() != 0);
     return error == ENOENT || error == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
 }
 

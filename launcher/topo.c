@@ -286,6 +286,8 @@ static char *file_id(const char *path)
 static char *cache_key(int *max)
 {
     *max = CPUS_UNKNOWN_MAX;
+    if (boot_id() == NULL)
+        return NULL;
     Dl_info lib;
     const char *libpath = dladdr((void *)hwloc_topology_init, &lib) ? lib.dli_fname : NULL;
     char *exe = file_id("/proc/self/exe"), *hw = file_id(libpath);
@@ -295,19 +297,16 @@ static char *cache_key(int *max)
     free(hw);
     for (size_t i = 0; i < NKEY_FILES; i++) {
         char v[8192];
-        if (i == 0 && boot_id())
-            snprintf(v, sizeof(v), "%s", boot_id()); /* the registry reads it too */
-        else if (i == 0 || !read_line_file(key_files[i], v, sizeof(v))) {
-            if (i == 0) {
-                free(key);
-                return NULL;
-            }
+        if (i == 0) /* read once a launch: the registry needs it too */
+            snprintf(v, sizeof(v), "%s", boot_id());
+        else if (!read_line_file(key_files[i], v, sizeof(v)))
             strcpy(v, "-");
+        if (i == 1) {
+            hwloc_bitmap_t possible = hwloc_bitmap_alloc();
+            if (bitmap_parse(possible, v) && hwloc_bitmap_last(possible) >= 0)
+                *max = hwloc_bitmap_last(possible);
+            hwloc_bitmap_free(possible);
         }
-        hwloc_bitmap_t possible = hwloc_bitmap_alloc();
-        if (i == 1 && bitmap_parse(possible, v) && hwloc_bitmap_last(possible) >= 0)
-            *max = hwloc_bitmap_last(possible);
-        hwloc_bitmap_free(possible);
         char *k = xasprintf("%s%s %s\n", key, key_files[i], v);
         free(key);
         key = k;
