@@ -1204,19 +1204,19 @@ static void add_env_steps(struct ctx *c, char *const *environ)
     }
     bool java = p->java.active_processor_count != JAVA_OFF || p->java.use_numa != JAVA_OFF ||
                 p->java.max_ram != JAVA_OFF;
-    if (java) {
-        /* the caller's options first, then the profile's, then the derived ones */
-        char *base = java_from_profile && java_base && *java_base
-                         ? xasprintf("%s %s", java_base, java_from_profile)
-                         : xasprintf("%s", java_from_profile ? java_from_profile
-                                           : java_base       ? java_base
-                                                             : "");
+    /* the caller's options first, then the profile's, then the derived ones: a JVM
+     * option the caller set (a -Xmx in the unit) is never dropped by a profile */
+    char *base = java_from_profile && java_base && *java_base
+                     ? xasprintf("%s %s", java_base, java_from_profile)
+                     : xasprintf("%s", java_from_profile ? java_from_profile
+                                       : java_base       ? java_base
+                                                         : "");
+    if (java)
         add_java_step(c, base);
-        free(base);
-    } else if (java_from_profile) {
-        add_env(c->pl, "JAVA_TOOL_OPTIONS", xasprintf("%s", java_from_profile),
-                xasprintf("profile environment"));
-    }
+    else if (java_from_profile)
+        add_env(c->pl, "JAVA_TOOL_OPTIONS", xasprintf("%s", base),
+                xasprintf("profile environment, after the inherited value"));
+    free(base);
     free(java_from_profile);
 }
 

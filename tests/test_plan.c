@@ -473,6 +473,17 @@ static void test_derived_environment(void **state)
     plan_free(&pl);
     profile_free(&p);
 
+    /* ... and with nothing derived, the same: added to, not replaced */
+    const char *const env_only[] = {"env.JAVA_TOOL_OPTIONS=-Dfoo=1",
+                                    "java.active_processor_count=off", "java.use_numa=off",
+                                    "java.max_ram=off", NULL};
+    p = load_profile("java", env_only);
+    pl = make_plan(&p, &t, env2);
+    assert_string_equal(find_env(&pl, "JAVA_TOOL_OPTIONS")->u.env.value,
+                        "-Xmx1g -XX:-UseNUMA -Dfoo=1");
+    plan_free(&pl);
+    profile_free(&p);
+
     /* fewer CPUs than one node holds: one node named, no UseNUMA for a single CPU */
     const char *const one_cpu[] = {"placement.nodes=2", "placement.cpus=1", NULL};
     p = load_profile("java", one_cpu);
