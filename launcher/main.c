@@ -715,6 +715,54 @@ static int shrink_services(const struct plan *pl, struct registry *reg, struct m
     return failed;
 }
 
+/* A claim's sets before this launch took CPUs from it. */
+struct claim_sets {
+    size_t claim;
+    hwloc_bitmap_t cpus, nodes;
+};
+
+struct yielded {
+    struct claim_sets *v;
+    size_t n;
+};
+
+/*
+ * A launch that made running services yield CPUs and then did not exec
+ * (the exec itself failed: a script's missing interpreter, a binary for
+ * another machine): their threads go back where they were and their
+ * claims get their CPUs again, still under the registry lock. Threads
+ * that a pool started meanwhile keep the smaller set.
+ */
+static void give_back(struct registry *reg, struct moves *m, struct yielded *y)
+{
+    size_t failed = 0;
+    int error = 0;
+    for (size_t i = 0; i < m->n; i++)
+        if (thread_set_cpus(m->v[i].tid, m->v[i].was) < 0 && errno != ESRCH) {
+            error = errno;
+            failed++;
+        }
+    if (failed > 0)
+        log_warn("%zu thread%s of the services that yielded CPUs could not be moved back: %s; "
+                 "they keep the smaller set until they restart",
+                 failed, failed == 1 ? "" : "s", strerror(error));
+    moves_undo(m, false);
+    for (size_t i = 0; i < y->n; i++) {
+        struct err e;
+        const struct claim_sets *c = &y->v[i];
+        char *cpus = bitmap_list(c->cpus);
+        if (registry_update(reg, c->claim, c->cpus, c->nodes, &e))
+            log_notice("%s: gave CPUs %s back", reg->claims[c->claim].profile, cpus);
+        else
+            log_warn("registry: %s", e.msg);
+        free(cpus);
+        hwloc_bitmap_free(c->cpus);
+        hwloc_bitmap_free(c->nodes);
+    }
+    free(y->v);
+    memset(y, 0, sizeof(*y));
+}
+
 /*
  * A launch that got as far as the privilege drop and will not exec after
  * all: out of the cgroup it entered, and its claim dropped. Once it is no
@@ -740,10 +788,11 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     char key[CLAIM_KEY_LEN + 1];
     int claim_fd = -1;
     launch_key(p, o->command, key, sizeof(key));
-    /* whether execvp() would find the command: checked before anything changes */
-    if (!command_access(o->command[0], F_OK, 0)) {
-        log_error("cannot execute '%s': %s", o->command[0], strerror(ENOENT));
-        return EXIT_NOT_FOUND;
+    /* whether execvp() would find and may execute the command: before anything changes */
+    int error = command_error(o->command[0]);
+    if (error != 0) {
+        log_error("cannot execute '%s': %s", o->command[0], strerror(error));
+        return error == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
     }
     if (sd->fd >= 0)
         registry_disown(sd);
@@ -803,25 +852,42 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         free(done);
         return EXIT_TUNERUN;
     }
-    moves_undo(&moves, false);
+    /* what each yielding claim held, to give it back if the command does not run after all */
+    struct yielded was = {xcalloc(pl.nshrinks ? pl.nshrinks : 1, sizeof(*was.v)), 0};
     for (size_t i = 0; i < pl.nshrinks; i++) {
-        struct err e;
         const struct plan_shrink *s = &pl.shrinks[i];
         /* the claim shrinks only with its threads: one that stayed is no smaller */
-        if (done[i] && !registry_update(&reg, s->claim, s->cpus, s->nodes, &e))
-            log_warn("registry: %s", e.msg);
+        if (!done[i])
+            continue;
+        const struct claim *k = &reg.claims[s->claim];
+        struct claim_sets before = {s->claim, hwloc_bitmap_dup(k->cpus),
+                                    hwloc_bitmap_dup(k->nodes)};
+        struct err e;
+        if (registry_update(&reg, s->claim, s->cpus, s->nodes, &e)) {
+            was.v[was.n++] = before;
+            continue;
+        }
+        log_warn("registry: %s", e.msg);
+        hwloc_bitmap_free(before.cpus);
+        hwloc_bitmap_free(before.nodes);
     }
     free(done);
-    plan_free(&pl);
-    registry_release(&reg); /* the lock goes; the claim stays with its fd */
+    /*
+     * The table is written, and the lock stays held until the exec closes
+     * it (O_CLOEXEC): a launch that does not exec after all gives back,
+     * under the lock, what it took.
+     */
+    registry_flush(&reg);
     if (pv) {
         char why[1024];
         bool changed, cannot_exec;
-        int error = privs_drop(pv, o->command[0], &changed, &cannot_exec, why, sizeof(why));
+        error = privs_drop(pv, o->command[0], &changed, &cannot_exec, why, sizeof(why));
         if (error != 0) {
             /* never a warning: the service would run with more than its profile gives it */
             log_error("privileges: %s; not executing %s", why, o->command[0]);
+            give_back(&reg, &moves, &was);
             abandon(&reg, name, claim_fd, changed);
+            plan_free(&pl);
             return cannot_exec ? EXIT_CANNOT_RUN : EXIT_TUNERUN;
         }
         char *who = privs_describe(pv);
@@ -831,9 +897,11 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     log_info("executing %s", o->command[0]);
     fflush(NULL);
     execvp(o->command[0], o->command);
-    int error = errno;
+    error = errno;
     log_error("cannot execute '%s': %s", o->command[0], strerror(error));
+    give_back(&reg, &moves, &was);
     abandon(&reg, name, claim_fd, pv && pv->change_id && geteuid() != 0);
+    plan_free(&pl);
     return error == ENOENT || error == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
 }
 

@@ -417,12 +417,11 @@ static int check_exec(const struct privs *pv, const char *command, bool *cannot_
     if (r == 0 && cap_set_proc(caps) < 0)
         r = fail(err, n, "setting the effective set to the kept capabilities");
     cap_free(caps);
-    bool ok = r == 0 && command_access(command, X_OK, AT_EACCESS);
-    int error = errno;
+    int error = r == 0 ? command_error(command) : 0;
     /* back to euid 0, where the effective set is the permitted one again */
     if (euid != pv->uid && setresuid((uid_t)-1, euid, (uid_t)-1) < 0)
         return fail(err, n, "seteuid back to %lu", (unsigned long)euid);
-    if (r == 0 && !ok) {
+    if (r == 0 && error != 0) {
         *cannot_exec = true;
         errno = error;
         return fail(err, n, "%s cannot execute '%s'", pv->user, command);

@@ -187,24 +187,34 @@ void mountinfo_unescape(char *s)
     *w = '\0';
 }
 
-bool command_access(const char *cmd, int slash_mode, int flags)
+/* One candidate for execve(): a regular file this process may execute. */
+static int exec_error(const char *file)
+{
+    struct stat st;
+    if (stat(file, &st) < 0)
+        return errno == ENOTDIR ? ENOENT : errno;
+    if (!S_ISREG(st.st_mode))
+        return EACCES; /* what execve says of a directory or a device */
+    return faccessat(AT_FDCWD, file, X_OK, AT_EACCESS) < 0 ? errno : 0;
+}
+
+int command_error(const char *cmd)
 {
     if (strchr(cmd, '/'))
-        return faccessat(AT_FDCWD, cmd, slash_mode, flags) == 0;
+        return exec_error(cmd);
     const char *path = getenv("PATH");
-    char *dirs = xstrdup(path && *path ? path : "/bin:/usr/bin"), *save = NULL;
-    bool ok = false;
+    char *dirs = xstrdup(path ? path : "/bin:/usr/bin"), *rest = dirs, *d;
     int error = ENOENT;
-    for (char *d = strtok_r(dirs, ":", &save); d && !ok; d = strtok_r(NULL, ":", &save)) {
+    /* strsep, not strtok: an empty element means the current directory */
+    while (error != 0 && (d = strsep(&rest, ":")) != NULL) {
         char *full = xasprintf("%s/%s", *d ? d : ".", cmd);
-        ok = faccessat(AT_FDCWD, full, X_OK, flags) == 0;
-        if (!ok && errno != ENOENT && errno != ENOTDIR)
-            error = errno;
+        int e = exec_error(full);
+        if (e == 0 || e == EACCES) /* like execvp, a later entry may still do */
+            error = e;
         free(full);
     }
     free(dirs);
-    errno = ok ? 0 : error;
-    return ok;
+    return error;
 }
 
 const char *boot_id(void)

@@ -46,12 +46,13 @@ bool read_line_file(const char *path, char *buf, size_t n);
 const char *boot_id(void);
 
 /*
- * Whether execvp(3) would find cmd, as these ids see it: cmd itself when it
- * holds a '/' (faccessat with slash_mode), else the first executable entry
- * of PATH (default /bin:/usr/bin). flags go to faccessat (AT_EACCESS: the
- * effective ids). On failure errno says why: ENOENT when nothing matched,
- * else the last other error met (EACCES, ...).
+ * Whether execvp() would find `cmd` and may execute it, with the effective
+ * ids: 0, or the errno execvp would fail with: ENOENT when nothing is there,
+ * EACCES when something is but none may be executed (no execute bit, a
+ * directory). Like execvp, it looks in PATH for a name without a '/' (an
+ * empty element is the current directory; no PATH is /bin:/usr/bin), and
+ * only the exec itself can tell a missing script interpreter.
  */
-bool command_access(const char *cmd, int slash_mode, int flags);
+int command_error(const char *cmd);
 
 #endif
