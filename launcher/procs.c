@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define CLAIM_MARK "/claim."
@@ -51,6 +52,59 @@ static bool numeric(const char *s, long *v)
     char *end;
     *v = strtol(s, &end, 10);
     return *end == '\0';
+}
+
+/*
+ * The mount and inode of an open file, from /proc/PID/fdinfo/FD: no call
+ * reaches the file's filesystem. ino is 0 before Linux 5.14, which shows
+ * only mnt_id.
+ */
+static bool fd_info(long pid, long fd, int *mnt_id, unsigned long long *ino)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%ld/fdinfo/%ld", pid, fd);
+    int f = open(path, O_RDONLY | O_CLOEXEC);
+    if (f < 0)
+        return false;
+    ssize_t len = read(f, buf, sizeof(buf) - 1);
+    close(f);
+    if (len <= 0)
+        return false;
+    buf[len] = '\0';
+    const char *m = strstr(buf, "\nmnt_id:"), *i = strstr(buf, "\nino:");
+    *ino = i ? strtoull(i + 5, NULL, 10) : 0;
+    return m && sscanf(m + 8, "%d", mnt_id) == 1;
+}
+
+/*
+ * The device of mount mnt_id as pid's mount namespace lists it: mount ids
+ * differ between namespaces, the device does not. 0 when not found.
+ */
+static unsigned long long mount_dev(long pid, int mnt_id)
+{
+    char path[64], *line = NULL;
+    size_t cap = 0;
+    unsigned long long dev = 0;
+    snprintf(path, sizeof(path), "/proc/%ld/mountinfo", pid);
+    FILE *f = fopen(path, "re");
+    while (f && dev == 0 && getline(&line, &cap, f) > 0) {
+        int id;
+        unsigned major, minor;
+        if (sscanf(line, "%d %*d %u:%u", &id, &major, &minor) == 3 && id == mnt_id)
+            dev = makedev(major, minor);
+    }
+    free(line);
+    if (f)
+        fclose(f);
+    return dev;
+}
+
+unsigned long long procs_mount_dev(int fd)
+{
+    int mnt_id;
+    unsigned long long ino;
+    long self = (long)getpid();
+    return fd_info(self, fd, &mnt_id, &ino) ? mount_dev(self, mnt_id) : 0;
 }
 
 /* Field 4 of /proc/PID/stat, which anyone may read; 0 when gone. */
@@ -90,7 +144,8 @@ static void add_unreadable_children(const struct pid_list *unreadable, struct pi
     free(parent);
 }
 
-void procs_holding(const struct file_id *files, size_t n, const long *witness, struct pid_list *out)
+void procs_holding(const struct file_id *files, size_t n, unsigned long long dev,
+                   const long *witness, struct pid_list *out)
 {
     memset(out, 0, n * sizeof(*out));
     DIR *proc = opendir("/proc");
@@ -120,11 +175,26 @@ void procs_holding(const struct file_id *files, size_t n, const long *witness, s
             if (len <= 0)
                 continue;
             target[len] = '\0';
+            /*
+             * Which file, from fdinfo and mountinfo, never by a stat through
+             * the link: a stat on another filesystem (a user's FUSE file named
+             * claim.x) could hang, and the registry lock with it, for ever.
+             * A stat is left for kernels whose fdinfo has no inode (before
+             * 5.14), on the claims' own filesystem.
+             */
+            int mnt;
+            unsigned long long ino;
             struct stat st;
-            if (strstr(target, CLAIM_MARK) == NULL || stat(link, &st) < 0)
+            if (strstr(target, CLAIM_MARK) == NULL || !fd_info(pid, fd, &mnt, &ino) ||
+                mount_dev(pid, mnt) != dev)
                 continue;
+            if (ino == 0) {
+                if (stat(link, &st) < 0)
+                    continue;
+                ino = st.st_ino;
+            }
             for (size_t i = 0; i < n; i++)
-                if (files[i].dev == st.st_dev && files[i].ino == st.st_ino)
+                if (files[i].ino == ino)
                     pid_list_add(&out[i], pid);
         }
         if (denied)

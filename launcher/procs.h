@@ -16,8 +16,7 @@
 #include <sys/types.h>
 
 struct file_id {
-    dev_t dev;
-    ino_t ino;
+    ino_t ino; /* on the mount procs_holding() is given */
 };
 
 struct pid_list {
@@ -25,17 +24,22 @@ struct pid_list {
     size_t n;
 };
 
+/* The device of the mount fd is open on, as /proc/self/mountinfo lists it; 0 when unknown. */
+unsigned long long procs_mount_dev(int fd);
+
 /*
- * For each of n files, the processes with an fd open on it, found through
- * /proc/PID/fd in one pass over /proc, and witness[i] when it is above 0
+ * For each of n files, all on the filesystem of device dev (as mountinfo
+ * lists it: procs_mount_dev()), the processes with an fd
+ * open on it, found through /proc/PID/fd in one pass over /proc, and
+ * witness[i] when it is above 0
  * (a pid known to hold it). out[] has n entries; free each with
  * pid_list_free(). A process whose fds this one may not read (another
  * user's, or one with capabilities this one lacks, without CAP_SYS_PTRACE)
  * counts as a holder when its parent is one. Processes in pid namespaces
  * this one cannot see are not found.
  */
-void procs_holding(const struct file_id *files, size_t n, const long *witness,
-                   struct pid_list *out);
+void procs_holding(const struct file_id *files, size_t n, unsigned long long dev,
+                   const long *witness, struct pid_list *out);
 void pid_list_add(struct pid_list *l, long pid);
 void pid_list_free(struct pid_list *l);
 

@@ -403,10 +403,11 @@ void registry_holders(const struct registry *r, const struct claim *claims, size
     for (size_t i = 0; i < n; i++) {
         struct stat st;
         if (fstatat(r->sd->fd, claims[i].file, &st, AT_SYMLINK_NOFOLLOW) == 0)
-            ids[i] = (struct file_id){st.st_dev, st.st_ino};
+            ids[i] = (struct file_id){st.st_ino};
         witness[i] = pid_alive(r, &claims[i]) ? claims[i].pid : 0;
     }
-    procs_holding(ids, n, witness, out); /* one pass over /proc for all of them */
+    /* one pass over /proc for all of them */
+    procs_holding(ids, n, procs_mount_dev(r->sd->fd), witness, out);
     free(ids);
     free(witness);
     for (size_t i = 0; i < n; i++) {
