@@ -110,17 +110,30 @@ static const char *intern_file(struct profile *p, const char *path)
     return p->files[p->nfiles++];
 }
 
+/* Interned include chains, the same way (struct origin's via). */
+static const char *intern_via(struct profile *p, char *via)
+{
+    for (size_t i = 0; i < p->nvias; i++)
+        if (strcmp(p->vias[i], via) == 0) {
+            free(via);
+            return p->vias[i];
+        }
+    p->vias = xrealloc(p->vias, (p->nvias + 1) * sizeof(*p->vias));
+    p->vias[p->nvias] = via;
+    return p->vias[p->nvias++];
+}
+
 /* ---- reading one file with inih ---------------------------------------- */
 
 static const char *const sections[] = {"profile", "placement", "memory",   "limits",
                                        "env",     "java",      "security", NULL};
 
-static void unknown_section(struct err *e, const char *file, int line, const char *name)
+static void unknown_section(struct err *e, struct origin at, const char *name)
 {
     err_set(e,
-            "%s:%d: unknown section [%s] (known: profile, placement, memory, limits, env, java, "
+            "%s%s:%d: unknown section [%s] (known: profile, placement, memory, limits, env, java, "
             "security)",
-            file, line, name);
+            at.via ? at.via : "", at.file, at.line, name);
 }
 
 static bool known_section(const char *name, size_t len)
@@ -175,6 +188,7 @@ struct file_ctx {
     struct profile *p;
     struct reader *rd;
     const char *file;
+    const char *via;
     struct entries *out;
     char **includes; /* the values of `include`, in order */
     size_t nincludes;
@@ -183,7 +197,7 @@ struct file_ctx {
 static int on_entry(void *user, const char *section, const char *key, const char *value)
 {
     struct file_ctx *c = user;
-    struct origin at = {c->file, c->rd->line};
+    struct origin at = {c->file, c->rd->line, c->via};
     if (strcmp(section, "profile") == 0 && strcmp(key, "include") == 0) {
         c->includes = xrealloc(c->includes, (c->nincludes + 1) * sizeof(*c->includes));
         c->includes[c->nincludes++] = xstrdup(value);
@@ -303,8 +317,29 @@ static bool include_candidate(const struct loader *L, const char *cand, const ch
            !(have_self && st.st_dev == self->st_dev && st.st_ino == self->st_ino);
 }
 
-static bool load_file(struct loader *L, const char *path, const char *text, struct entries *out,
-                      struct err *e);
+static bool load_file(struct loader *L, const char *path, const char *text, const char *via,
+                      struct entries *out, struct err *e);
+
+/*
+ * The relative path name in the directory of the file `from`, written as
+ * a user would: "dir/x.ini" for "./x.ini" from "dir/top.ini", and
+ * "x.ini" from "top.ini" (not "././x.ini").
+ */
+static char *in_dir_of(const char *from, const char *name)
+{
+    while (name[0] == '.' && name[1] == '/')
+        for (name += 2; *name == '/'; name++)
+            ;
+    if (*name == '\0')
+        name = ".";
+    if (strchr(from, '/') == NULL)
+        return xstrdup(name);
+    char *dirbuf = xstrdup(from);
+    const char *dir = dirname(dirbuf);
+    char *out = xasprintf("%s%s%s", dir, strcmp(dir, "/") == 0 ? "" : "/", name);
+    free(dirbuf);
+    return out;
+}
 
 /*
  * Resolve an include value. A name is looked up in the including file's
@@ -315,33 +350,22 @@ static bool load_file(struct loader *L, const char *path, const char *text, stru
  */
 static char *resolve_include(struct loader *L, const char *name, const char *from)
 {
-    if (strchr(name, '/')) {
-        if (name[0] == '/')
-            return xstrdup(name);
-        char *dirbuf = xstrdup(from);
-        char *out = NULL;
-        if (asprintf(&out, "%s/%s", dirname(dirbuf), name) < 0)
-            out = NULL;
-        free(dirbuf);
-        return out;
-    }
+    if (strchr(name, '/'))
+        return name[0] == '/' ? xstrdup(name) : in_dir_of(from, name);
     struct stat self;
     bool have_self = L->mem == NULL && stat(from, &self) == 0;
     /* the including file's own directory first, then the search path */
-    char *dirbuf = xstrdup(from);
-    const char *own_dir = dirname(dirbuf);
+    char *file = xasprintf("%s.ini", name);
     for (size_t i = 0; i <= L->paths->n; i++) {
-        const char *dir = i == 0 ? own_dir : L->paths->dirs[i - 1];
-        char *cand = NULL;
-        if (asprintf(&cand, "%s/%s.ini", dir, name) < 0)
-            break;
+        char *cand =
+            i == 0 ? in_dir_of(from, file) : xasprintf("%s/%s", L->paths->dirs[i - 1], file);
         if (include_candidate(L, cand, from, &self, have_self)) {
-            free(dirbuf);
+            free(file);
             return cand;
         }
         free(cand);
     }
-    free(dirbuf);
+    free(file);
     return NULL;
 }
 
@@ -355,8 +379,13 @@ static bool valid_profile_name(const char *s)
     return true;
 }
 
-static bool load_file(struct loader *L, const char *path, const char *text, struct entries *out,
-                      struct err *e)
+/*
+ * Read one file and, first, its includes into out. via is the include chain
+ * that led here (NULL for the top file); errors found while reading are
+ * wrapped in it by the callers, entries carry it for the errors found later.
+ */
+static bool load_file(struct loader *L, const char *path, const char *text, const char *via,
+                      struct entries *out, struct err *e)
 {
     char *owned = NULL;
     struct stat st = {0};
@@ -393,12 +422,12 @@ static bool load_file(struct loader *L, const char *path, const char *text, stru
 
     struct entries mine = {0};
     struct reader rd = {.pos = text};
-    struct file_ctx c = {L->p, &rd, file, &mine, NULL, 0};
+    struct file_ctx c = {L->p, &rd, file, via, &mine, NULL, 0};
     int bad = ini_parse_stream(reader_next, &rd, on_entry, &c);
     bool ok = true;
     if (rd.bad_section && (bad == 0 || rd.bad_section <= bad) &&
         (rd.long_line == 0 || rd.bad_section < rd.long_line)) {
-        unknown_section(e, file, rd.bad_section, rd.bad_name);
+        unknown_section(e, (struct origin){file, rd.bad_section, NULL}, rd.bad_name);
         ok = false;
     } else if (rd.long_line && (bad == 0 || rd.long_line <= bad)) {
         err_set(e, "%s:%d: line too long (at most %d characters)", file, rd.long_line,
@@ -436,8 +465,9 @@ static bool load_file(struct loader *L, const char *path, const char *text, stru
                 ok = false;
                 break;
             }
+            char *chain = xasprintf("%s%s:%d: in include '%s': ", via ? via : "", file, line, tok);
             struct err sub;
-            if (!load_file(L, inc, NULL, out, &sub)) {
+            if (!load_file(L, inc, NULL, intern_via(L->p, chain), out, &sub)) {
                 err_set(e, "%s:%d: in include '%s': %s", file, line, tok, sub.msg);
                 ok = false;
             }
@@ -1074,7 +1104,7 @@ void profile_where(char *buf, size_t n, struct origin at, const char *section, c
                    const char *value)
 {
     if (at.line > 0)
-        snprintf(buf, n, "%s:%d: %s.%s", at.file, at.line, section, key);
+        snprintf(buf, n, "%s%s:%d: %s.%s", at.via ? at.via : "", at.file, at.line, section, key);
     else if (value)
         snprintf(buf, n, "--set %s.%s=%s", section, key, value);
     else
@@ -1083,11 +1113,11 @@ void profile_where(char *buf, size_t n, struct origin at, const char *section, c
 
 static bool apply_entry(struct profile *p, const struct entry *en, struct err *e)
 {
-    char loc[PATH_MAX + 128];
+    char loc[sizeof(e->msg)]; /* an include chain included */
     const char *why = NULL;
     if (!known_section(en->section, strlen(en->section))) {
         if (en->at.line > 0)
-            unknown_section(e, en->at.file, en->at.line, en->section);
+            unknown_section(e, en->at, en->section);
         else
             err_set(e, "--set %s.%s: unknown section '%s'", en->section, en->key, en->section);
         return false;
@@ -1153,7 +1183,7 @@ static bool load_common(struct profile *p, const char *path, const char *text,
     profile_defaults(p);
     struct loader L = {.p = p, .paths = paths ? paths : &none, .mem = mem, .nmem = nmem};
     struct entries all = {0};
-    bool ok = load_file(&L, path, text, &all, e);
+    bool ok = load_file(&L, path, text, NULL, &all, e);
     for (size_t i = 0; ok && i < all.n; i++)
         ok = apply_entry(p, &all.v[i], e);
     entries_free(&all);
@@ -1215,7 +1245,7 @@ bool profile_set(struct profile *p, const char *assignment, struct err *e)
     char *section = strndup(assignment, (size_t)(dot - assignment));
     char *key = strndup(dot + 1, (size_t)(eq - dot - 1));
     char *value = xstrdup(eq + 1);
-    struct entry en = {str_trim(section), str_trim(key), str_trim(value), {"--set", 0}};
+    struct entry en = {str_trim(section), str_trim(key), str_trim(value), {"--set", 0, NULL}};
     bool ok = apply_entry(p, &en, e);
     free(section);
     free(key);
@@ -1263,5 +1293,8 @@ void profile_free(struct profile *p)
     for (size_t i = 0; i < p->nfiles; i++)
         free(p->files[i]);
     free(p->files);
+    for (size_t i = 0; i < p->nvias; i++)
+        free(p->vias[i]);
+    free(p->vias);
     memset(p, 0, sizeof(*p));
 }

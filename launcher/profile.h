@@ -28,6 +28,12 @@ enum java_mode { JAVA_OFF, JAVA_AUTO, JAVA_VALUE };
 struct origin {
     const char *file; /* NULL for the built-in default; owned by the profile */
     int line;         /* 0 for --set */
+    /*
+     * For a file read through includes, the chain that read it, as messages
+     * print it before file:line: "top.ini:2: in include 'base': " (owned by
+     * the profile); NULL for the file named to tunerun and for --set.
+     */
+    const char *via;
 };
 
 struct profile_limit {
@@ -105,6 +111,9 @@ struct profile {
     /* Every file read, in include order, for `plan` to show. */
     char **files;
     size_t nfiles;
+    /* The include chains origins point to (struct origin's via). */
+    char **vias;
+    size_t nvias;
 };
 
 /* Directories searched for NAME.ini, in order. */
@@ -148,7 +157,8 @@ bool profile_set(struct profile *p, const char *assignment, struct err *e);
 void profile_free(struct profile *p);
 
 /*
- * Where a key's value came from, for messages: "FILE:LINE: section.key", or
+ * Where a key's value came from, for messages: "FILE:LINE: section.key"
+ * (after the include chain that read FILE, if any), or
  * "--set section.key=value" ("--set section.key" when value is NULL).
  */
 void profile_where(char *buf, size_t n, struct origin at, const char *section, const char *key,

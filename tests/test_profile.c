@@ -260,6 +260,88 @@ static void test_include_cycle_and_missing(void **state)
     assert_non_null(strstr(e.msg, "include cycle"));
 }
 
+/* tunerun.ini(5) ERRORS: an error in an included file is named through the include. */
+static void test_include_errors_name_the_chain(void **state)
+{
+    (void)state;
+    struct profile_paths ps = paths_in("chain", NULL);
+    struct profile p;
+    struct err e;
+    char want[1024];
+    write_file("chain", "bad1.ini", "[placement]\nnodes = 0\n");
+    const char *one = write_file("chain", "incname.ini", "[profile]\ninclude = bad1\n");
+    assert_false(profile_load(&p, one, &ps, &e));
+    snprintf(want, sizeof(want),
+             "%s:2: in include 'bad1': %s/chain/bad1.ini:2: placement.nodes: '0' is out of range",
+             one, tmpdir);
+    if (strncmp(e.msg, want, strlen(want)) != 0)
+        fail_msg("got  %s\nwant %s...", e.msg, want);
+
+    /* two levels: every include on the way, outermost first */
+    const char *two =
+        write_file("chain", "two.ini", "# two levels\n[profile]\ninclude = incname\n");
+    assert_false(profile_load(&p, two, &ps, &e));
+    snprintf(want, sizeof(want),
+             "%s:3: in include 'incname': %s/chain/incname.ini:2: in include 'bad1': "
+             "%s/chain/bad1.ini:2: placement.nodes:",
+             two, tmpdir, tmpdir);
+    if (strncmp(e.msg, want, strlen(want)) != 0)
+        fail_msg("got  %s\nwant %s...", e.msg, want);
+
+    /* an unknown key, and a check made after loading (loader variables) */
+    write_file("chain", "unk.ini", "[placement]\nbogus = 1\n");
+    const char *unk = write_file("chain", "incunk.ini", "[profile]\ninclude = unk\n");
+    assert_false(profile_load(&p, unk, &ps, &e));
+    snprintf(want, sizeof(want),
+             "%s:2: in include 'unk': %s/chain/unk.ini:2: placement.bogus: unknown key", unk,
+             tmpdir);
+    if (strncmp(e.msg, want, strlen(want)) != 0)
+        fail_msg("got  %s\nwant %s...", e.msg, want);
+    write_file("chain", "ld.ini", "[env]\nLD_PRELOAD = /x.so\n");
+    const char *ld = write_file("chain", "incld.ini", "[profile]\ninclude = ld\n");
+    assert_false(profile_load(&p, ld, &ps, &e));
+    snprintf(want, sizeof(want),
+             "%s:2: in include 'ld': %s/chain/ld.ini:2: env.LD_PRELOAD: a loader", ld, tmpdir);
+    if (strncmp(e.msg, want, strlen(want)) != 0)
+        fail_msg("got  %s\nwant %s...", e.msg, want);
+
+    /* a path is relative to the including file's directory, and printed once */
+    const char *dot = write_file("chain", "dot.ini", "[profile]\ninclude = ./bad1.ini\n");
+    assert_false(profile_load(&p, dot, &ps, &e));
+    snprintf(want, sizeof(want), "%s:2: in include './bad1.ini': %s/chain/bad1.ini:2: placement",
+             dot, tmpdir);
+    if (strncmp(e.msg, want, strlen(want)) != 0)
+        fail_msg("got  %s\nwant %s...", e.msg, want);
+    write_file("chain", "good.ini", "[placement]\nnodes = 2\n");
+    const char *up = write_file("chain/sub", "up.ini", "[profile]\ninclude = ../good.ini\n");
+    if (!profile_load(&p, up, &ps, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(p.placement.nodes, 2);
+    profile_free(&p);
+
+    /* the origin keeps the chain for the checks made after loading (privs, plan) */
+    write_file("chain", "user.ini", "[security]\nuser = nobody\n");
+    const char *user = write_file("chain", "incuser.ini", "[profile]\ninclude = user\n");
+    if (!profile_load(&p, user, &ps, &e))
+        fail_msg("%s", e.msg);
+    char loc[1024];
+    profile_where(loc, sizeof(loc), p.security.user_at, "security", "user", NULL);
+    snprintf(want, sizeof(want), "%s:2: in include 'user': %s/chain/user.ini:2: security.user",
+             user, tmpdir);
+    assert_string_equal(loc, want);
+    profile_free(&p);
+
+    /* the same in memory, where "./" must not break the lookup by path */
+    const struct profile_paths mps = {{"/mem/etc"}, {"admin"}, 1};
+    const struct profile_file files[] = {
+        {"/mem/etc/top.ini", "[profile]\ninclude = ./base.ini\n"},
+        {"/mem/etc/base.ini", "[memory]\nthp = sometimes\n"},
+    };
+    assert_false(profile_load_files(&p, files, 2, &mps, &e));
+    assert_string_equal(e.msg, "/mem/etc/top.ini:2: in include './base.ini': /mem/etc/base.ini:2: "
+                               "memory.thp: 'sometimes' is not one of madvise, never, system");
+}
+
 static void test_security_keys(void **state)
 {
     (void)state;
@@ -430,6 +512,7 @@ int main(void)
         cmocka_unit_test(test_include_overrides),
         cmocka_unit_test(test_include_same_name_extends_next),
         cmocka_unit_test(test_include_cycle_and_missing),
+        cmocka_unit_test(test_include_errors_name_the_chain),
         cmocka_unit_test(test_set_overrides),
         cmocka_unit_test(test_security_keys),
         cmocka_unit_test(test_load_files),
