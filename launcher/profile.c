@@ -123,6 +123,60 @@ static const char *intern_via(struct profile *p, char *via)
     return p->vias[p->nvias++];
 }
 
+/* ---- text in values and in messages ------------------------------------ */
+
+/* The longest line inih reads whole: its buffer also holds the newline and the NUL. */
+#define LINE_MAX_CHARS (INI_MAX_LINE - 2)
+
+/*
+ * The first control character in s, or NULL. Tab is text; anything else
+ * (a newline from --set, an escape sequence) would break the one-line
+ * messages and plans that print the value, or act on the terminal.
+ */
+static const char *control_char(const char *s)
+{
+    for (; *s; s++)
+        if (((unsigned char)*s < 0x20 && *s != '\t') || *s == 0x7f)
+            return s;
+    return NULL;
+}
+
+static const char *control_why(char c)
+{
+    static char buf[128];
+    snprintf(buf, sizeof(buf),
+             c == '\n' ? "a newline in the value: a value is one line of text"
+                       : "a control character (\\x%02x) in the value: a value is text, without "
+                         "control characters",
+             (unsigned char)c);
+    return buf;
+}
+
+/*
+ * s as a message may show it: control characters (tab too) escaped as \n,
+ * \t, \xHH so that the message stays one harmless line, and cut after max
+ * characters with "...". Returns buf.
+ */
+static const char *escaped(char *buf, size_t n, const char *s, size_t max)
+{
+    size_t o = 0;
+    for (size_t i = 0; s[i] && o + 8 < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (i == max) {
+            o += (size_t)snprintf(buf + o, n - o, "...");
+            break;
+        }
+        if (c == '\n' || c == '\t' || c == '\r')
+            o += (size_t)snprintf(buf + o, n - o, "\\%c", c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
+        else if (c < 0x20 || c == 0x7f)
+            o += (size_t)snprintf(buf + o, n - o, "\\x%02x", c);
+        else
+            buf[o++] = (char)c;
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
 /* ---- reading one file with inih ---------------------------------------- */
 
 static const char *const sections[] = {"profile", "placement", "memory",   "limits",
@@ -130,10 +184,11 @@ static const char *const sections[] = {"profile", "placement", "memory",   "limi
 
 static void unknown_section(struct err *e, struct origin at, const char *name)
 {
+    char shown[128];
     err_set(e,
             "%s%s:%d: unknown section [%s] (known: profile, placement, memory, limits, env, java, "
             "security)",
-            at.via ? at.via : "", at.file, at.line, name);
+            at.via ? at.via : "", at.file, at.line, escaped(shown, sizeof(shown), name, 32));
 }
 
 static bool known_section(const char *name, size_t len)
@@ -160,12 +215,11 @@ static char *reader_next(char *buf, int size, void *stream)
     const char *nl = strchr(r->pos, '\n');
     size_t len = nl ? (size_t)(nl - r->pos) + 1 : strlen(r->pos);
     r->line++;
-    if (len > (size_t)size - 1) {
-        /* inih would split the line and parse its tail as a new line. */
-        if (r->long_line == 0)
-            r->long_line = r->line;
-        len = (size_t)size - 1;
-    }
+    /* The limit counts characters, not the newline: a last line without one is held to it too. */
+    if ((nl ? len - 1 : len) > LINE_MAX_CHARS && r->long_line == 0)
+        r->long_line = r->line;
+    if (len > (size_t)size - 1)
+        len = (size_t)size - 1; /* inih would split the line and parse its tail as a new line */
     memcpy(buf, r->pos, len);
     buf[len] = '\0';
     r->pos = nl ? nl + 1 : r->pos + strlen(r->pos);
@@ -431,7 +485,7 @@ static bool load_file(struct loader *L, const char *path, const char *text, cons
         ok = false;
     } else if (rd.long_line && (bad == 0 || rd.long_line <= bad)) {
         err_set(e, "%s:%d: line too long (at most %d characters)", file, rd.long_line,
-                INI_MAX_LINE - 2);
+                LINE_MAX_CHARS);
         ok = false;
     } else if (bad > 0) {
         err_set(e, "%s:%d: syntax error: expected '[section]', 'key = value' or a comment", file,
@@ -452,6 +506,11 @@ static bool load_file(struct loader *L, const char *path, const char *text, cons
                 strcmp(mine.v[k].key, "include") == 0 &&
                 strcmp(mine.v[k].value, c.includes[i]) == 0)
                 line = mine.v[k].at.line;
+        const char *cc = control_char(list);
+        if (cc) {
+            err_set(e, "%s:%d: profile.include: %s", file, line, control_why(*cc));
+            ok = false;
+        }
         for (char *tok = strtok_r(list, ",", &save); ok && tok; tok = strtok_r(NULL, ",", &save)) {
             tok = str_trim(tok);
             if (!strchr(tok, '/') && !valid_profile_name(tok)) {
@@ -1103,12 +1162,15 @@ static bool set_limit(struct profile *p, const char *name, const char *v, struct
 void profile_where(char *buf, size_t n, struct origin at, const char *section, const char *key,
                    const char *value)
 {
+    char s[128], k[320], v[320];
+    escaped(s, sizeof(s), section, 32);
+    escaped(k, sizeof(k), key, 64);
     if (at.line > 0)
-        snprintf(buf, n, "%s%s:%d: %s.%s", at.via ? at.via : "", at.file, at.line, section, key);
+        snprintf(buf, n, "%s%s:%d: %s.%s", at.via ? at.via : "", at.file, at.line, s, k);
     else if (value)
-        snprintf(buf, n, "--set %s.%s=%s", section, key, value);
+        snprintf(buf, n, "--set %s.%s=%s", s, k, escaped(v, sizeof(v), value, 64));
     else
-        snprintf(buf, n, "--set %s.%s", section, key);
+        snprintf(buf, n, "--set %s.%s", s, k);
 }
 
 static bool apply_entry(struct profile *p, const struct entry *en, struct err *e)
@@ -1116,13 +1178,30 @@ static bool apply_entry(struct profile *p, const struct entry *en, struct err *e
     char loc[sizeof(e->msg)]; /* an include chain included */
     const char *why = NULL;
     if (!known_section(en->section, strlen(en->section))) {
-        if (en->at.line > 0)
+        if (en->at.line > 0) {
             unknown_section(e, en->at, en->section);
-        else
-            err_set(e, "--set %s.%s: unknown section '%s'", en->section, en->key, en->section);
+        } else {
+            char s[128];
+            profile_where(loc, sizeof(loc), en->at, en->section, en->key, NULL);
+            err_set(e, "%s: unknown section '%s'", loc, escaped(s, sizeof(s), en->section, 32));
+        }
         return false;
     }
     profile_where(loc, sizeof(loc), en->at, en->section, en->key, en->value);
+    /* No value holds a control character, and --set none a line could not. */
+    const char *cc = control_char(en->value);
+    if (cc) {
+        err_set(e, "%s: %s", loc, control_why(*cc));
+        return false;
+    }
+    size_t line = strlen(en->key) + 1 + strlen(en->value);
+    if (en->at.line == 0 && line > LINE_MAX_CHARS) {
+        err_set(e,
+                "%s: too long: as a line of a profile, KEY=VALUE would be %zu characters, and a "
+                "line holds at most %d",
+                loc, line, LINE_MAX_CHARS);
+        return false;
+    }
     bool ok;
     if (strcmp(en->section, "env") == 0) {
         ok = set_env(p, en->key, en->value, en->at, &why);
@@ -1239,7 +1318,9 @@ bool profile_set(struct profile *p, const char *assignment, struct err *e)
     const char *eq = strchr(assignment, '=');
     const char *dot = strchr(assignment, '.');
     if (eq == NULL || dot == NULL || dot > eq || dot == assignment || dot + 1 == eq) {
-        err_set(e, "--set %s: expected SECTION.KEY=VALUE", assignment);
+        char shown[320];
+        err_set(e, "--set %s: expected SECTION.KEY=VALUE",
+                escaped(shown, sizeof(shown), assignment, 64));
         return false;
     }
     char *section = strndup(assignment, (size_t)(dot - assignment));

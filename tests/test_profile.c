@@ -485,6 +485,67 @@ static void test_set_overrides(void **state)
     profile_free(&p);
 }
 
+/* tunerun.ini(5): --set "is checked exactly like a line in a file", and no value holds a control
+ * character. */
+static void test_set_checked_as_a_line(void **state)
+{
+    (void)state;
+    struct profile p;
+    struct err e;
+    char value[400];
+    assert_true(profile_load(&p, "profiles/mysql.ini", NULL, &e));
+
+    /* a file's value cannot hold a newline, so --set's may not */
+    assert_false(profile_set(&p, "profile.description=a\nb", &e));
+    assert_string_equal(e.msg,
+                        "--set profile.description=a\\nb: a newline in the value: a value is one "
+                        "line of text");
+    assert_false(profile_set(&p, "profile.fears=\001", &e));
+    assert_non_null(strstr(e.msg, "--set profile.fears=\\x01: a control character (\\x01)"));
+    assert_false(profile_set(&p, "env.X=a\rb", &e));
+    assert_null(strchr(e.msg, '\r'));
+
+    /* KEY=VALUE fits a line of at most 198 characters, or it is refused, as in a file */
+    snprintf(value, sizeof(value), "env.X=%0196d", 0); /* X= and 196: 198 */
+    assert_true(profile_set(&p, value, &e));
+    snprintf(value, sizeof(value), "env.X=%0197d", 0);
+    assert_false(profile_set(&p, value, &e));
+    assert_non_null(strstr(e.msg, "would be 199 characters"));
+    snprintf(value, sizeof(value), "env.X=%0300d", 0);
+    assert_false(profile_set(&p, value, &e));
+    assert_non_null(strstr(e.msg, "--set env.X=0000"));
+    assert_non_null(strstr(e.msg, "...: too long: as a line of a profile, KEY=VALUE would be 302 "
+                                  "characters, and a line holds at most 198"));
+    assert_true(strlen(e.msg) < 200); /* the value is cut in the message */
+
+    /* tab is text */
+    assert_true(profile_set(&p, "profile.description=a\tb", &e));
+    assert_string_equal(p.description, "a\tb");
+    /* what the message shows of a bad option is escaped too */
+    assert_false(profile_set(&p, "foo\033bar", &e));
+    assert_string_equal(e.msg, "--set foo\\x1bbar: expected SECTION.KEY=VALUE");
+    profile_free(&p);
+
+    /* the same from a file: one rule for every value */
+    const char *m = load_error("[profile]\ndescription = red \033[31mX\n");
+    assert_non_null(strstr(m, "bad.ini:2: profile.description: a control character (\\x1b) in the "
+                              "value: a value is text, without control characters"));
+    m = load_error("[profile]\nfears = \001\n");
+    assert_non_null(strstr(m, "bad.ini:2: profile.fears: a control character (\\x01)"));
+    m = load_error("[env]\nA = x\033y\n");
+    assert_non_null(strstr(m, "bad.ini:2: env.A: a control character (\\x1b)"));
+    m = load_error("[profile]\ninclude = mysql\033\n");
+    assert_non_null(strstr(m, "bad.ini:2: profile.include: a control character (\\x1b)"));
+    m = load_error("[pro\033file]\n");
+    assert_non_null(strstr(m, "bad.ini:1: unknown section [pro\\x1bfile]"));
+    assert_string_equal(load_error("[profile]\ndescription = tab\tin text\n"), "");
+    /* 198 characters on a last line without a newline, as with one */
+    snprintf(value, sizeof(value), "[env]\nX=%0196d", 0);
+    assert_string_equal(load_error(value), "");
+    snprintf(value, sizeof(value), "[env]\nX=%0197d", 0);
+    assert_non_null(strstr(load_error(value), "bad.ini:2: line too long (at most 198 characters)"));
+}
+
 static void test_find_and_missing_file(void **state)
 {
     (void)state;
@@ -514,6 +575,7 @@ int main(void)
         cmocka_unit_test(test_include_cycle_and_missing),
         cmocka_unit_test(test_include_errors_name_the_chain),
         cmocka_unit_test(test_set_overrides),
+        cmocka_unit_test(test_set_checked_as_a_line),
         cmocka_unit_test(test_security_keys),
         cmocka_unit_test(test_load_files),
         cmocka_unit_test(test_find_and_missing_file),
