@@ -1139,17 +1139,47 @@ static bool set_loader_env(struct profile *p, const char *v, struct origin at, c
     return ok;
 }
 
+/*
+ * The fewest open files a profile may leave the service: below it, ld.so
+ * fails to load the service's libraries (EMFILE), it has none left for its
+ * logs and sockets, and tunerun's own steps after the limit (a cgroup file
+ * written) fail. Linux starts processes at 1024.
+ */
+#define NOFILE_MIN 64
+
 static bool set_limit(struct profile *p, const char *name, const char *v, struct origin at,
                       const char **why)
 {
     for (size_t i = 0; i < sizeof(rlimits) / sizeof(rlimits[0]); i++) {
         if (strcmp(rlimits[i].name, name) != 0)
             continue;
-        struct profile_limit *l = &p->limits[rlimits[i].resource];
-        if (!parse_rlim_pair(v, &l->soft, &l->hard)) {
+        rlim_t soft, hard;
+        if (!parse_rlim_pair(v, &soft, &hard)) {
             *why = why_buf("%s", parse_error());
             return false;
         }
+        /* soft <= hard: a hard limit below the floor has a soft one below it too */
+        if (rlimits[i].resource == RLIMIT_NOFILE && (soft < NOFILE_MIN || hard < NOFILE_MIN)) {
+            static char buf[320], what[96];
+            if (soft == hard)
+                snprintf(what, sizeof(what), "a limit of %llu open files is",
+                         (unsigned long long)soft);
+            else if (hard < NOFILE_MIN)
+                snprintf(what, sizeof(what), "soft and hard limits of %llu and %llu open files are",
+                         (unsigned long long)soft, (unsigned long long)hard);
+            else
+                snprintf(what, sizeof(what), "a soft limit of %llu open files is",
+                         (unsigned long long)soft);
+            snprintf(buf, sizeof(buf),
+                     "%s below %d, the least a service can run with: its libraries, logs and "
+                     "sockets, and tunerun's own steps after the limit, need descriptors",
+                     what, NOFILE_MIN);
+            *why = buf;
+            return false;
+        }
+        struct profile_limit *l = &p->limits[rlimits[i].resource];
+        l->soft = soft;
+        l->hard = hard;
         l->set = true;
         l->at = at;
         return true;

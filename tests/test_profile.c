@@ -546,6 +546,43 @@ static void test_set_checked_as_a_line(void **state)
     assert_non_null(strstr(load_error(value), "bad.ini:2: line too long (at most 198 characters)"));
 }
 
+/*
+ * Below 64 open files the service's ld.so fails with EMFILE and tunerun's
+ * own steps after the limit (a cgroup write) fail: refused, both numbers.
+ */
+static void test_nofile_floor(void **state)
+{
+    (void)state;
+    struct profile p;
+    struct err e;
+    const char *m = load_error("[limits]\nnofile = 4\n");
+    assert_non_null(strstr(m, "bad.ini:2: limits.nofile: a limit of 4 open files is below 64, the "
+                              "least a service can run with: its libraries, logs and sockets, and "
+                              "tunerun's own steps after the limit, need descriptors"));
+    m = load_error("[limits]\nnofile = 3 : 65535\n");
+    assert_non_null(
+        strstr(m, "bad.ini:2: limits.nofile: a soft limit of 3 open files is below 64"));
+    m = load_error("[limits]\nnofile = 10:20\n");
+    assert_non_null(strstr(m, "soft and hard limits of 10 and 20 open files are below 64"));
+    m = load_error("[limits]\nnofile = 0\n");
+    assert_non_null(strstr(m, "a limit of 0 open files is below 64"));
+    assert_string_equal(load_error("[limits]\nnofile = 64\n"), "");
+    assert_string_equal(load_error("[limits]\nnofile = 64:unlimited\n"), "");
+    assert_string_equal(load_error("[limits]\nnofile = 1K\n"), "");
+    /* only nofile: other limits keep their own meaning of small numbers */
+    assert_string_equal(load_error("[limits]\ncore = 0\n"), "");
+
+    assert_true(profile_load(&p, "profiles/mysql.ini", NULL, &e));
+    assert_false(profile_set(&p, "limits.nofile=4", &e));
+    assert_non_null(strstr(e.msg, "--set limits.nofile=4: a limit of 4 open files is below 64"));
+    assert_false(profile_set(&p, "limits.nofile=63:64", &e));
+    assert_non_null(strstr(e.msg, "--set limits.nofile=63:64: a soft limit of 63"));
+    /* a refused value leaves the limit as it was */
+    assert_int_equal(p.limits[RLIMIT_NOFILE].soft, 65535);
+    assert_int_equal(p.limits[RLIMIT_NOFILE].hard, 65535);
+    profile_free(&p);
+}
+
 static void test_find_and_missing_file(void **state)
 {
     (void)state;
@@ -576,6 +613,7 @@ int main(void)
         cmocka_unit_test(test_include_errors_name_the_chain),
         cmocka_unit_test(test_set_overrides),
         cmocka_unit_test(test_set_checked_as_a_line),
+        cmocka_unit_test(test_nofile_floor),
         cmocka_unit_test(test_security_keys),
         cmocka_unit_test(test_load_files),
         cmocka_unit_test(test_find_and_missing_file),
