@@ -614,6 +614,29 @@ static bool set_nodes(struct profile *p, const char *v, struct origin at, const 
     return true;
 }
 
+/*
+ * Whether the first len characters of s are a decimal integer, so that a
+ * value a number parser refuses is out of range rather than no number.
+ */
+static bool integer(const char *s, size_t len)
+{
+    size_t i = len > 0 && (*s == '-' || *s == '+');
+    if (i == len)
+        return false;
+    for (; i < len; i++)
+        if (!isdigit((unsigned char)s[i]))
+            return false;
+    return true;
+}
+
+/* After a failed parse: the parser's own reason for a number out of range, else `otherwise`. */
+static const char *range_or(const char *otherwise, const char *v)
+{
+    if (parse_error_is_range())
+        return why_buf("%s", parse_error());
+    return why_buf(otherwise, v);
+}
+
 static bool set_cpus(struct profile *p, const char *v, struct origin at, const char **why)
 {
     (void)at;
@@ -627,14 +650,13 @@ static bool set_cpus(struct profile *p, const char *v, struct origin at, const c
         p->placement.cpus = CPUS_ALL;
         return true;
     }
-    if (len > 1 && v[len - 1] == '%') {
-        char num[16];
-        if (len - 1 >= sizeof(num))
-            goto bad;
-        memcpy(num, v, len - 1);
-        num[len - 1] = '\0';
-        if (!parse_long(num, 1, 100, &n))
-            goto bad;
+    if (len > 1 && v[len - 1] == '%' && integer(v, len - 1)) {
+        char num[64];
+        snprintf(num, sizeof(num), "%.*s", (int)(len - 1), v);
+        if (len - 1 >= sizeof(num) || !parse_long(num, 1, 100, &n)) {
+            *why = why_buf("'%.40s' is out of range 1%%..100%%", v);
+            return false;
+        }
         p->placement.cpus = CPUS_PERCENT;
         p->placement.cpus_value = (unsigned)n;
         return true;
@@ -644,7 +666,10 @@ static bool set_cpus(struct profile *p, const char *v, struct origin at, const c
         p->placement.cpus_value = (unsigned)n;
         return true;
     }
-bad:
+    if (integer(v, len)) {
+        *why = why_buf("%s (a CPU count; or node, all, or a percentage)", parse_error());
+        return false;
+    }
     *why = why_buf("'%s' is not node, all, a CPU count or a percentage (1%%..100%%)", v);
     return false;
 }
@@ -754,7 +779,7 @@ static bool set_arena(struct profile *p, const char *v, struct origin at, const 
         return true;
     }
     if (!parse_long(v, 1, 65536, &n)) {
-        *why = why_buf("'%s' is not auto, unset or an arena count from 1", v);
+        *why = range_or("'%s' is not auto, unset or an arena count from 1", v);
         return false;
     }
     p->memory.arena = ARENA_VALUE;
@@ -783,7 +808,7 @@ static bool set_swappiness(struct profile *p, const char *v, struct origin at, c
         return true;
     }
     if (!parse_long(v, 0, 100, &n)) {
-        *why = why_buf("'%s' is not system or a swappiness from 0 to 100", v);
+        *why = range_or("'%s' is not system or a swappiness from 0 to 100", v);
         return false;
     }
     p->memory.swappiness = (int)n;
@@ -800,7 +825,7 @@ static bool set_swap_max(struct profile *p, const char *v, struct origin at, con
     if (strcasecmp(v, "max") == 0) {
         p->memory.swap_max = UINT64_MAX;
     } else if (!parse_size(v, &p->memory.swap_max)) {
-        *why = why_buf("'%s' is not system, max or a size like 0 or 512M", v);
+        *why = range_or("'%s' is not system, max or a size like 0 or 512M", v);
         return false;
     }
     p->memory.swap_max_set = true;
@@ -822,15 +847,22 @@ static bool set_java(enum java_mode *mode, unsigned *count, uint64_t *size, cons
     if (count) {
         long n;
         if (!parse_long(v, 1, 1 << 20, &n)) {
-            *why = why_buf("'%s' is not auto, off or a CPU count", v);
+            *why = range_or("'%s' is not auto, off or a CPU count", v);
             return false;
         }
         *count = (unsigned)n;
     } else if (size) {
-        if (!parse_size(v, size) || *size < (1 << 20)) {
-            *why = why_buf("'%s' is not auto, off or a size of at least 1M, like 8G", v);
+        const char *want = "'%s' is not auto, off or a size of at least 1M, like 8G";
+        uint64_t bytes;
+        if (!parse_size(v, &bytes)) {
+            *why = range_or(want, v);
             return false;
         }
+        if (bytes < (1 << 20)) {
+            *why = why_buf(want, v);
+            return false;
+        }
+        *size = bytes;
     } else {
         bool b;
         if (!parse_bool(v, &b)) {

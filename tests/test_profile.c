@@ -583,6 +583,50 @@ static void test_nofile_floor(void **state)
     profile_free(&p);
 }
 
+/* A number too big for its key is out of range, and the message gives the range. */
+static void test_out_of_range(void **state)
+{
+    (void)state;
+    const char *m = load_error("[limits]\nnofile = 99999999999999999999999\n");
+    assert_non_null(strstr(m, "bad.ini:2: limits.nofile: '99999999999999999999999' is out of range "
+                              "0..18446744073709551614 (or unlimited)"));
+    m = load_error("[placement]\ncpus = 999999999999\n");
+    assert_non_null(
+        strstr(m, "bad.ini:2: placement.cpus: '999999999999' is out of range 1..1048576"));
+    m = load_error("[placement]\ncpus = 150%\n");
+    assert_non_null(strstr(m, "bad.ini:2: placement.cpus: '150%' is out of range 1%..100%"));
+    m = load_error("[placement]\ncpus = 99999999999999999999999%\n");
+    assert_non_null(strstr(m, "is out of range 1%..100%"));
+    m = load_error("[placement]\ncpus = many\n");
+    assert_non_null(strstr(m, "'many' is not node, all, a CPU count or a percentage"));
+    m = load_error("[placement]\nmemory_size = 99999999999999999999G\n");
+    assert_non_null(strstr(m, "placement.memory_size: '99999999999999999999G' is out of range "
+                              "0..18446744073709551615 bytes"));
+    m = load_error("[memory]\nmalloc_arena_max = 99999999999\n");
+    assert_non_null(strstr(m, "memory.malloc_arena_max: '99999999999' is out of range 1..65536"));
+    m = load_error("[memory]\nswappiness = 101\n");
+    assert_non_null(strstr(m, "memory.swappiness: '101' is out of range 0..100"));
+    m = load_error("[memory]\nswap_max = 99999999999999999999\n");
+    assert_non_null(strstr(m, "memory.swap_max: '99999999999999999999' is out of range"));
+    m = load_error("[java]\nactive_processor_count = 9999999999\n");
+    assert_non_null(
+        strstr(m, "java.active_processor_count: '9999999999' is out of range 1..1048576"));
+    m = load_error("[java]\nmax_ram = 99999999999P\n");
+    assert_non_null(strstr(m, "java.max_ram: '99999999999P' is out of range"));
+    m = load_error("[java]\nmax_ram = 100K\n");
+    assert_non_null(strstr(m, "'100K' is not auto, off or a size of at least 1M"));
+
+    struct profile p;
+    struct err e;
+    assert_true(profile_load(&p, "profiles/mysql.ini", NULL, &e));
+    assert_false(profile_set(&p, "limits.nofile=99999999999999999999999", &e));
+    assert_non_null(strstr(e.msg, "--set limits.nofile=99999999999999999999999: "
+                                  "'99999999999999999999999' is out of range"));
+    assert_false(profile_set(&p, "placement.cpus=999999999999", &e));
+    assert_non_null(strstr(e.msg, "is out of range 1..1048576"));
+    profile_free(&p);
+}
+
 static void test_find_and_missing_file(void **state)
 {
     (void)state;
@@ -614,6 +658,7 @@ int main(void)
         cmocka_unit_test(test_set_overrides),
         cmocka_unit_test(test_set_checked_as_a_line),
         cmocka_unit_test(test_nofile_floor),
+        cmocka_unit_test(test_out_of_range),
         cmocka_unit_test(test_security_keys),
         cmocka_unit_test(test_load_files),
         cmocka_unit_test(test_find_and_missing_file),
