@@ -181,14 +181,13 @@ static const char *escaped(char *buf, size_t n, const char *s, size_t max)
 
 static const char *const sections[] = {"profile", "placement", "memory",   "limits",
                                        "env",     "java",      "security", NULL};
+#define KNOWN_SECTIONS "profile, placement, memory, limits, env, java, security"
 
 static void unknown_section(struct err *e, struct origin at, const char *name)
 {
     char shown[128];
-    err_set(e,
-            "%s%s:%d: unknown section [%s] (known: profile, placement, memory, limits, env, java, "
-            "security)",
-            at.via ? at.via : "", at.file, at.line, escaped(shown, sizeof(shown), name, 32));
+    err_set(e, "%s%s:%d: unknown section [%s] (known: " KNOWN_SECTIONS ")", at.via ? at.via : "",
+            at.file, at.line, escaped(shown, sizeof(shown), name, 32));
 }
 
 static bool known_section(const char *name, size_t len)
@@ -1240,12 +1239,20 @@ static bool apply_entry(struct profile *p, const struct entry *en, struct err *e
     char loc[sizeof(e->msg)]; /* an include chain included */
     const char *why = NULL;
     if (!known_section(en->section, strlen(en->section))) {
-        if (en->at.line > 0) {
+        char s[128];
+        if (en->at.line > 0 && en->section[0] == '\0') {
+            /* inih hands a key before the first [section] over with section "" */
+            err_set(e,
+                    "%s%s:%d: '%s' is a key outside any section; put it under its [section] "
+                    "(known: " KNOWN_SECTIONS ")",
+                    en->at.via ? en->at.via : "", en->at.file, en->at.line,
+                    escaped(s, sizeof(s), en->key, 64));
+        } else if (en->at.line > 0) {
             unknown_section(e, en->at, en->section);
         } else {
-            char s[128];
-            profile_where(loc, sizeof(loc), en->at, en->section, en->key, NULL);
-            err_set(e, "%s: unknown section '%s'", loc, escaped(s, sizeof(s), en->section, 32));
+            profile_where(loc, sizeof(loc), en->at, en->section, en->key, en->value);
+            err_set(e, "%s: unknown section '%s' (known: " KNOWN_SECTIONS ")", loc,
+                    escaped(s, sizeof(s), en->section, 32));
         }
         return false;
     }

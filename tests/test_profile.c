@@ -132,6 +132,13 @@ static void test_errors_name_file_and_line(void **state)
     m = load_error("[placement]\nnodes = 1\n[ empty ]\n");
     assert_non_null(strstr(m, "bad.ini:3: unknown section [empty]"));
 
+    /* tunerun.ini(5): "A key outside any section is an error" */
+    m = load_error("# before any section\nnodes = 1\n[placement]\n");
+    assert_non_null(strstr(m, "bad.ini:2: 'nodes' is a key outside any section; put it under its "
+                              "[section] (known: profile, placement, memory, limits, env, java, "
+                              "security)"));
+    assert_null(strstr(m, "[]"));
+
     m = load_error("[placement]\nnodes = 1\nnodez = 2\n");
     assert_non_null(strstr(m, "bad.ini:3: placement.nodez: unknown key"));
     assert_non_null(strstr(m, "nodes"));
@@ -480,7 +487,9 @@ static void test_set_overrides(void **state)
     assert_false(profile_set(&p, "nodes=1", &e));
     assert_non_null(strstr(e.msg, "SECTION.KEY=VALUE"));
     assert_false(profile_set(&p, "bogus.key=1", &e));
-    assert_non_null(strstr(e.msg, "unknown section"));
+    /* the known sections are listed, as for the same error in a file */
+    assert_string_equal(e.msg, "--set bogus.key=1: unknown section 'bogus' (known: profile, "
+                               "placement, memory, limits, env, java, security)");
     assert_false(profile_set(&p, "profile.include=redis", &e));
     profile_free(&p);
 }
