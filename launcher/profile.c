@@ -244,6 +244,7 @@ struct file_ctx {
     const char *via;
     struct entries *out;
     char **includes; /* the values of `include`, in order */
+    int *include_lines;
     size_t nincludes;
 };
 
@@ -253,6 +254,9 @@ static int on_entry(void *user, const char *section, const char *key, const char
     struct origin at = {c->file, c->rd->line, c->via};
     if (strcmp(section, "profile") == 0 && strcmp(key, "include") == 0) {
         c->includes = xrealloc(c->includes, (c->nincludes + 1) * sizeof(*c->includes));
+        c->include_lines =
+            xrealloc(c->include_lines, (c->nincludes + 1) * sizeof(*c->include_lines));
+        c->include_lines[c->nincludes] = c->rd->line;
         c->includes[c->nincludes++] = xstrdup(value);
         /* kept as an entry too, so that its line is known for errors */
     }
@@ -475,7 +479,7 @@ static bool load_file(struct loader *L, const char *path, const char *text, cons
 
     struct entries mine = {0};
     struct reader rd = {.pos = text};
-    struct file_ctx c = {L->p, &rd, file, via, &mine, NULL, 0};
+    struct file_ctx c = {L->p, &rd, file, via, &mine, NULL, NULL, 0};
     int bad = ini_parse_stream(reader_next, &rd, on_entry, &c);
     bool ok = true;
     if (rd.bad_section && (bad == 0 || rd.bad_section <= bad) &&
@@ -498,20 +502,31 @@ static bool load_file(struct loader *L, const char *path, const char *text, cons
     for (size_t i = 0; ok && i < c.nincludes; i++) {
         /* one `include` may list several profiles, applied left to right */
         char *list = xstrdup(c.includes[i]);
-        char *save = NULL;
-        int line = 0;
-        for (size_t k = 0; k < mine.n; k++)
-            if (strcmp(mine.v[k].section, "profile") == 0 &&
-                strcmp(mine.v[k].key, "include") == 0 &&
-                strcmp(mine.v[k].value, c.includes[i]) == 0)
-                line = mine.v[k].at.line;
+        int line = c.include_lines[i];
         const char *cc = control_char(list);
         if (cc) {
             err_set(e, "%s:%d: profile.include: %s", file, line, control_why(*cc));
             ok = false;
         }
-        for (char *tok = strtok_r(list, ",", &save); ok && tok; tok = strtok_r(NULL, ",", &save)) {
+        for (char *tok = list, *next; ok && tok; tok = next) {
+            next = strchr(tok, ',');
+            if (next)
+                *next++ = '\0';
             tok = str_trim(tok);
+            if (*tok == '\0') {
+                /* "mysql,,redis", "mysql," or nothing at all: a slip, not a way to say none */
+                char shown[128];
+                if (*c.includes[i] == '\0')
+                    err_set(e,
+                            "%s:%d: profile.include: no name given; name a profile or drop "
+                            "the line",
+                            file, line);
+                else
+                    err_set(e, "%s:%d: profile.include: an empty name in '%s'", file, line,
+                            escaped(shown, sizeof(shown), c.includes[i], 64));
+                ok = false;
+                break;
+            }
             if (!strchr(tok, '/') && !valid_profile_name(tok)) {
                 err_set(e, "%s:%d: profile.include: '%s' is not a profile name", file, line, tok);
                 ok = false;
@@ -539,6 +554,7 @@ static bool load_file(struct loader *L, const char *path, const char *text, cons
     for (size_t i = 0; i < c.nincludes; i++)
         free(c.includes[i]);
     free(c.includes);
+    free(c.include_lines);
     entries_free(&mine);
     free(owned);
     L->depth--;

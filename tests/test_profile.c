@@ -265,6 +265,31 @@ static void test_include_cycle_and_missing(void **state)
     const char *self = write_file("cyc", "self.ini", "[profile]\ninclude = ./self.ini\n");
     assert_false(profile_load(&p, self, &ps, &e));
     assert_non_null(strstr(e.msg, "include cycle"));
+
+    /* an empty element of the list is a slip, not a way to say nothing */
+    write_file("cyc", "x.ini", "[memory]\nthp = never\n");
+    const char *holes[][2] = {
+        {"[profile]\ninclude = x,,x\n", "holes.ini:2: profile.include: an empty name in 'x,,x'"},
+        {"[profile]\ninclude = x,\n", "holes.ini:2: profile.include: an empty name in 'x,'"},
+        {"[profile]\ninclude = , x\n", "holes.ini:2: profile.include: an empty name in ', x'"},
+        {"[profile]\ninclude =\n", "holes.ini:2: profile.include: no name given"},
+    };
+    for (size_t i = 0; i < sizeof(holes) / sizeof(holes[0]); i++) {
+        const char *h = write_file("cyc", "holes.ini", holes[i][0]);
+        assert_false(profile_load(&p, h, &ps, &e));
+        if (strstr(e.msg, holes[i][1]) == NULL)
+            fail_msg("%s: got %s", holes[i][0], e.msg);
+    }
+    const char *two = write_file("cyc", "two.ini", "[profile]\ninclude = x, x\n");
+    if (!profile_load(&p, two, &ps, &e))
+        fail_msg("%s", e.msg);
+    profile_free(&p);
+
+    /* the line of the include that failed, when the same value is given twice */
+    const char *again = write_file(
+        "cyc", "again.ini", "[profile]\ninclude = nosuch\n[memory]\n[profile]\ninclude = nosuch\n");
+    assert_false(profile_load(&p, again, &ps, &e));
+    assert_non_null(strstr(e.msg, "again.ini:2: profile.include: no profile 'nosuch' found"));
 }
 
 /* tunerun.ini(5) ERRORS: an error in an included file is named through the include. */
