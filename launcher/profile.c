@@ -1374,6 +1374,11 @@ static bool load_common(struct profile *p, const char *path, const char *text,
 bool profile_load(struct profile *p, const char *path, const struct profile_paths *paths,
                   struct err *e)
 {
+    if (*path == '\0') {
+        memset(p, 0, sizeof(*p)); /* as a failed load leaves it: profile_free() may follow */
+        err_set(e, "--profile-file '': an empty path names no profile file");
+        return false;
+    }
     return load_common(p, path, NULL, NULL, 0, paths, e);
 }
 
@@ -1434,6 +1439,40 @@ char *profile_find(const char *name, const struct profile_paths *paths, size_t *
         }
         free(cand);
     }
+    return NULL;
+}
+
+char *profile_locate(const char *name, const struct profile_paths *paths, struct err *e)
+{
+    if (*name == '\0') {
+        err_set(e, "an empty profile name: name one that 'tunerun profiles' lists, or give a file "
+                   "with --profile-file FILE");
+        return NULL;
+    }
+    char *path = profile_find(name, paths, NULL);
+    if (path)
+        return path;
+    char shown[320], where[PATH_MAX] = "";
+    escaped(shown, sizeof(shown), name, 64);
+    for (size_t i = 0; i < paths->n; i++)
+        snprintf(where + strlen(where), sizeof(where) - strlen(where), "%s%s", i ? ", " : "",
+                 paths->dirs[i]);
+    /* A path, or a file name with its .ini, is a file to read, not a name to look up. */
+    size_t len = strlen(name);
+    if (!strchr(name, '/') && !(len > 4 && strcmp(name + len - 4, ".ini") == 0)) {
+        err_set(e, "no profile '%s' in %s (see 'tunerun profiles')", shown, where);
+        return NULL;
+    }
+    char *stem = name_from_path(name), also[128] = "";
+    char *found = profile_find(stem, paths, NULL);
+    if (found)
+        snprintf(also, sizeof(also), " ('%s' is one)", stem);
+    err_set(e,
+            "no profile '%s' in %s: a profile's name has no directory and no .ini%s; to read "
+            "the file %s, use --profile-file %s",
+            shown, where, also, shown, shown);
+    free(found);
+    free(stem);
     return NULL;
 }
 

@@ -127,8 +127,16 @@ struct profile_paths {
 char *profile_find(const char *name, const struct profile_paths *paths, size_t *dir_index);
 
 /*
- * Load the profile in `path` with its includes. On failure, e->msg holds one
- * line naming file:line and the problem.
+ * The same for a name given on the command line: when there is none,
+ * e->msg says why in one line (an empty name; a name that is a file, with
+ * a hint of --profile-file; the directories searched).
+ */
+char *profile_locate(const char *name, const struct profile_paths *paths, struct err *e);
+
+/*
+ * Load the profile in `path` (--profile-file, or profile_locate()'s) with
+ * its includes. On failure, e->msg holds one line naming file:line and the
+ * problem.
  */
 bool profile_load(struct profile *p, const char *path, const struct profile_paths *paths,
                   struct err *e);

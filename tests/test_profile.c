@@ -677,6 +677,33 @@ static void test_find_and_missing_file(void **state)
     struct err e;
     assert_false(profile_load(&p, "/nonexistent/x.ini", NULL, &e));
     assert_non_null(strstr(e.msg, "/nonexistent/x.ini"));
+
+    /* what the command line asked for, said in one clear line when there is none */
+    assert_false(profile_load(&p, "", NULL, &e));
+    assert_string_equal(e.msg, "--profile-file '': an empty path names no profile file");
+    profile_free(&p); /* as after any failed load */
+    assert_null(profile_locate("", &ps, &e));
+    assert_string_equal(e.msg, "an empty profile name: name one that 'tunerun profiles' lists, or "
+                               "give a file with --profile-file FILE");
+    path = profile_locate("redis", &ps, &e);
+    assert_string_equal(path, "profiles/redis.ini");
+    free(path);
+    assert_null(profile_locate("nosuch", &ps, &e));
+    assert_string_equal(e.msg,
+                        "no profile 'nosuch' in /nonexistent, profiles (see 'tunerun profiles')");
+    assert_null(profile_locate("redis.ini", &ps, &e));
+    assert_string_equal(e.msg,
+                        "no profile 'redis.ini' in /nonexistent, profiles: a profile's name has "
+                        "no directory and no .ini ('redis' is one); to read the file "
+                        "redis.ini, use --profile-file redis.ini");
+    assert_null(profile_locate("profiles/redis.ini", &ps, &e));
+    assert_non_null(strstr(e.msg, "('redis' is one); to read the file profiles/redis.ini, use "
+                                  "--profile-file profiles/redis.ini"));
+    assert_null(profile_locate("my/own.ini", &ps, &e));
+    assert_non_null(
+        strstr(e.msg, "no .ini; to read the file my/own.ini, use --profile-file my/own.ini"));
+    assert_null(profile_locate("a\nb", &ps, &e));
+    assert_null(strchr(e.msg, '\n'));
 }
 
 int main(void)
