@@ -445,13 +445,9 @@ static bool load_profile(const struct options *o, const struct profile_paths *pa
     if (o->profile_file) {
         path = strdup(o->profile_file);
     } else {
-        path = profile_find(o->profile_name, paths, NULL);
-        if (path == NULL) {
-            err_set(e, "no profile '%s' in %s%s%s%s%s (see 'tunerun profiles')", o->profile_name,
-                    paths->dirs[0], paths->n > 1 ? ", " : "", paths->n > 1 ? paths->dirs[1] : "",
-                    paths->n > 2 ? ", " : "", paths->n > 2 ? paths->dirs[2] : "");
+        path = profile_locate(o->profile_name, paths, e);
+        if (path == NULL)
             return false;
-        }
     }
     bool ok = profile_load(p, path, paths, e);
     free(path);
@@ -1044,7 +1040,7 @@ int main(int argc, char **argv)
     char *dot = strstr(asked, ".ini");
     if (dot && dot[4] == '\0')
         *dot = '\0';
-    log_set_subject(asked);
+    log_set_subject(*asked ? asked : NULL); /* "tunerun: : ..." says nothing */
     bool loaded = load_profile(&o, &paths, &p, &e);
     if (!loaded)
         log_error("%s", e.msg);

@@ -15,15 +15,30 @@
 #include <strings.h>
 
 static char parse_err[128];
+static bool parse_err_range;
 
 const char *parse_error(void)
 {
     return parse_err;
 }
 
+bool parse_error_is_range(void)
+{
+    return parse_err_range;
+}
+
 static bool fail(const char *fmt, const char *arg)
 {
     snprintf(parse_err, sizeof(parse_err), fmt, arg);
+    parse_err_range = false;
+    return false;
+}
+
+/* A number written well but too big (or small) for its type or key; fmt has one %s. */
+static bool fail_range(const char *fmt, const char *arg)
+{
+    snprintf(parse_err, sizeof(parse_err), fmt, arg);
+    parse_err_range = true;
     return false;
 }
 
@@ -65,6 +80,7 @@ bool parse_long(const char *s, long min, long max, long *out)
         return fail("'%s' is not a number", s);
     if (errno == ERANGE || v < min || v > max) {
         snprintf(parse_err, sizeof(parse_err), "'%.40s' is out of range %ld..%ld", s, min, max);
+        parse_err_range = true;
         return false;
     }
     *out = v;
@@ -79,8 +95,7 @@ bool parse_size(const char *s, uint64_t *out)
         return fail("'%s' is not a size (like 512M or 4G)", s);
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno == ERANGE)
-        return fail("'%s' is too large", s);
+    bool range = errno == ERANGE;
     unsigned shift = 0;
     if (*end != '\0') {
         const char *u = strchr(units, tolower((unsigned char)*end));
@@ -94,8 +109,9 @@ bool parse_size(const char *s, uint64_t *out)
         if (!shift && *end != '\0')
             return fail("'%s' has trailing characters", s);
     }
-    if (shift && v > (UINT64_MAX >> shift))
-        return fail("'%s' is too large", s);
+    if (range || (shift && v > (UINT64_MAX >> shift)))
+        return fail_range("'%.40s' is out of range 0..18446744073709551615 bytes (16 EiB less one)",
+                          s);
     *out = (uint64_t)v << shift;
     return true;
 }
@@ -107,17 +123,18 @@ bool parse_rlim(const char *s, rlim_t *out)
         return true;
     }
     uint64_t v;
-    if (!parse_size(s, &v))
+    bool ok = parse_size(s, &v);
+    if (!ok && !parse_err_range)
         return fail("'%s' is not a number or 'unlimited'", s);
-    if (v >= (uint64_t)RLIM_INFINITY)
-        return fail("'%s' is too large", s);
+    if (!ok || v >= (uint64_t)RLIM_INFINITY)
+        return fail_range("'%.40s' is out of range 0..18446744073709551614 (or unlimited)", s);
     *out = (rlim_t)v;
     return true;
 }
 
 bool parse_rlim_pair(const char *s, rlim_t *soft, rlim_t *hard)
 {
-    char buf[64];
+    char buf[256]; /* a line of a profile, and so a --set, is shorter */
     if (strlen(s) >= sizeof(buf))
         return fail("'%.40s...' is too long", s);
     strcpy(buf, s);

@@ -14,6 +14,8 @@
 
 /* A short reason for the last failure, valid until the next call. */
 const char *parse_error(void);
+/* Whether that failure was a number out of range (the reason gives the range). */
+bool parse_error_is_range(void);
 
 bool parse_bool(const char *s, bool *out);
 bool parse_long(const char *s, long min, long max, long *out);

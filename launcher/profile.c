@@ -110,17 +110,84 @@ static const char *intern_file(struct profile *p, const char *path)
     return p->files[p->nfiles++];
 }
 
+/* Interned include chains, the same way (struct origin's via). */
+static const char *intern_via(struct profile *p, char *via)
+{
+    for (size_t i = 0; i < p->nvias; i++)
+        if (strcmp(p->vias[i], via) == 0) {
+            free(via);
+            return p->vias[i];
+        }
+    p->vias = xrealloc(p->vias, (p->nvias + 1) * sizeof(*p->vias));
+    p->vias[p->nvias] = via;
+    return p->vias[p->nvias++];
+}
+
+/* ---- text in values and in messages ------------------------------------ */
+
+/* The longest line inih reads whole: its buffer also holds the newline and the NUL. */
+#define LINE_MAX_CHARS (INI_MAX_LINE - 2)
+
+/*
+ * The first control character in s, or NULL. Tab is text; anything else
+ * (a newline from --set, an escape sequence) would break the one-line
+ * messages and plans that print the value, or act on the terminal.
+ */
+static const char *control_char(const char *s)
+{
+    for (; *s; s++)
+        if (((unsigned char)*s < 0x20 && *s != '\t') || *s == 0x7f)
+            return s;
+    return NULL;
+}
+
+static const char *control_why(char c)
+{
+    static char buf[128];
+    snprintf(buf, sizeof(buf),
+             c == '\n' ? "a newline in the value: a value is one line of text"
+                       : "a control character (\\x%02x) in the value: a value is text, without "
+                         "control characters",
+             (unsigned char)c);
+    return buf;
+}
+
+/*
+ * s as a message may show it: control characters (tab too) escaped as \n,
+ * \t, \xHH so that the message stays one harmless line, and cut after max
+ * characters with "...". Returns buf.
+ */
+static const char *escaped(char *buf, size_t n, const char *s, size_t max)
+{
+    size_t o = 0;
+    for (size_t i = 0; s[i] && o + 8 < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (i == max) {
+            o += (size_t)snprintf(buf + o, n - o, "...");
+            break;
+        }
+        if (c == '\n' || c == '\t' || c == '\r')
+            o += (size_t)snprintf(buf + o, n - o, "\\%c", c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
+        else if (c < 0x20 || c == 0x7f)
+            o += (size_t)snprintf(buf + o, n - o, "\\x%02x", c);
+        else
+            buf[o++] = (char)c;
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
 /* ---- reading one file with inih ---------------------------------------- */
 
 static const char *const sections[] = {"profile", "placement", "memory",   "limits",
                                        "env",     "java",      "security", NULL};
+#define KNOWN_SECTIONS "profile, placement, memory, limits, env, java, security"
 
-static void unknown_section(struct err *e, const char *file, int line, const char *name)
+static void unknown_section(struct err *e, struct origin at, const char *name)
 {
-    err_set(e,
-            "%s:%d: unknown section [%s] (known: profile, placement, memory, limits, env, java, "
-            "security)",
-            file, line, name);
+    char shown[128];
+    err_set(e, "%s%s:%d: unknown section [%s] (known: " KNOWN_SECTIONS ")", at.via ? at.via : "",
+            at.file, at.line, escaped(shown, sizeof(shown), name, 32));
 }
 
 static bool known_section(const char *name, size_t len)
@@ -147,12 +214,11 @@ static char *reader_next(char *buf, int size, void *stream)
     const char *nl = strchr(r->pos, '\n');
     size_t len = nl ? (size_t)(nl - r->pos) + 1 : strlen(r->pos);
     r->line++;
-    if (len > (size_t)size - 1) {
-        /* inih would split the line and parse its tail as a new line. */
-        if (r->long_line == 0)
-            r->long_line = r->line;
-        len = (size_t)size - 1;
-    }
+    /* The limit counts characters, not the newline: a last line without one is held to it too. */
+    if ((nl ? len - 1 : len) > LINE_MAX_CHARS && r->long_line == 0)
+        r->long_line = r->line;
+    if (len > (size_t)size - 1)
+        len = (size_t)size - 1; /* inih would split the line and parse its tail as a new line */
     memcpy(buf, r->pos, len);
     buf[len] = '\0';
     r->pos = nl ? nl + 1 : r->pos + strlen(r->pos);
@@ -175,17 +241,22 @@ struct file_ctx {
     struct profile *p;
     struct reader *rd;
     const char *file;
+    const char *via;
     struct entries *out;
     char **includes; /* the values of `include`, in order */
+    int *include_lines;
     size_t nincludes;
 };
 
 static int on_entry(void *user, const char *section, const char *key, const char *value)
 {
     struct file_ctx *c = user;
-    struct origin at = {c->file, c->rd->line};
+    struct origin at = {c->file, c->rd->line, c->via};
     if (strcmp(section, "profile") == 0 && strcmp(key, "include") == 0) {
         c->includes = xrealloc(c->includes, (c->nincludes + 1) * sizeof(*c->includes));
+        c->include_lines =
+            xrealloc(c->include_lines, (c->nincludes + 1) * sizeof(*c->include_lines));
+        c->include_lines[c->nincludes] = c->rd->line;
         c->includes[c->nincludes++] = xstrdup(value);
         /* kept as an entry too, so that its line is known for errors */
     }
@@ -303,8 +374,29 @@ static bool include_candidate(const struct loader *L, const char *cand, const ch
            !(have_self && st.st_dev == self->st_dev && st.st_ino == self->st_ino);
 }
 
-static bool load_file(struct loader *L, const char *path, const char *text, struct entries *out,
-                      struct err *e);
+static bool load_file(struct loader *L, const char *path, const char *text, const char *via,
+                      struct entries *out, struct err *e);
+
+/*
+ * The relative path name in the directory of the file `from`, written as
+ * a user would: "dir/x.ini" for "./x.ini" from "dir/top.ini", and
+ * "x.ini" from "top.ini" (not "././x.ini").
+ */
+static char *in_dir_of(const char *from, const char *name)
+{
+    while (name[0] == '.' && name[1] == '/')
+        for (name += 2; *name == '/'; name++)
+            ;
+    if (*name == '\0')
+        name = ".";
+    if (strchr(from, '/') == NULL)
+        return xstrdup(name);
+    char *dirbuf = xstrdup(from);
+    const char *dir = dirname(dirbuf);
+    char *out = xasprintf("%s%s%s", dir, strcmp(dir, "/") == 0 ? "" : "/", name);
+    free(dirbuf);
+    return out;
+}
 
 /*
  * Resolve an include value. A name is looked up in the including file's
@@ -315,33 +407,22 @@ static bool load_file(struct loader *L, const char *path, const char *text, stru
  */
 static char *resolve_include(struct loader *L, const char *name, const char *from)
 {
-    if (strchr(name, '/')) {
-        if (name[0] == '/')
-            return xstrdup(name);
-        char *dirbuf = xstrdup(from);
-        char *out = NULL;
-        if (asprintf(&out, "%s/%s", dirname(dirbuf), name) < 0)
-            out = NULL;
-        free(dirbuf);
-        return out;
-    }
+    if (strchr(name, '/'))
+        return name[0] == '/' ? xstrdup(name) : in_dir_of(from, name);
     struct stat self;
     bool have_self = L->mem == NULL && stat(from, &self) == 0;
     /* the including file's own directory first, then the search path */
-    char *dirbuf = xstrdup(from);
-    const char *own_dir = dirname(dirbuf);
+    char *file = xasprintf("%s.ini", name);
     for (size_t i = 0; i <= L->paths->n; i++) {
-        const char *dir = i == 0 ? own_dir : L->paths->dirs[i - 1];
-        char *cand = NULL;
-        if (asprintf(&cand, "%s/%s.ini", dir, name) < 0)
-            break;
+        char *cand =
+            i == 0 ? in_dir_of(from, file) : xasprintf("%s/%s", L->paths->dirs[i - 1], file);
         if (include_candidate(L, cand, from, &self, have_self)) {
-            free(dirbuf);
+            free(file);
             return cand;
         }
         free(cand);
     }
-    free(dirbuf);
+    free(file);
     return NULL;
 }
 
@@ -355,8 +436,13 @@ static bool valid_profile_name(const char *s)
     return true;
 }
 
-static bool load_file(struct loader *L, const char *path, const char *text, struct entries *out,
-                      struct err *e)
+/*
+ * Read one file and, first, its includes into out. via is the include chain
+ * that led here (NULL for the top file); errors found while reading are
+ * wrapped in it by the callers, entries carry it for the errors found later.
+ */
+static bool load_file(struct loader *L, const char *path, const char *text, const char *via,
+                      struct entries *out, struct err *e)
 {
     char *owned = NULL;
     struct stat st = {0};
@@ -393,16 +479,16 @@ static bool load_file(struct loader *L, const char *path, const char *text, stru
 
     struct entries mine = {0};
     struct reader rd = {.pos = text};
-    struct file_ctx c = {L->p, &rd, file, &mine, NULL, 0};
+    struct file_ctx c = {L->p, &rd, file, via, &mine, NULL, NULL, 0};
     int bad = ini_parse_stream(reader_next, &rd, on_entry, &c);
     bool ok = true;
     if (rd.bad_section && (bad == 0 || rd.bad_section <= bad) &&
         (rd.long_line == 0 || rd.bad_section < rd.long_line)) {
-        unknown_section(e, file, rd.bad_section, rd.bad_name);
+        unknown_section(e, (struct origin){file, rd.bad_section, NULL}, rd.bad_name);
         ok = false;
     } else if (rd.long_line && (bad == 0 || rd.long_line <= bad)) {
         err_set(e, "%s:%d: line too long (at most %d characters)", file, rd.long_line,
-                INI_MAX_LINE - 2);
+                LINE_MAX_CHARS);
         ok = false;
     } else if (bad > 0) {
         err_set(e, "%s:%d: syntax error: expected '[section]', 'key = value' or a comment", file,
@@ -416,15 +502,31 @@ static bool load_file(struct loader *L, const char *path, const char *text, stru
     for (size_t i = 0; ok && i < c.nincludes; i++) {
         /* one `include` may list several profiles, applied left to right */
         char *list = xstrdup(c.includes[i]);
-        char *save = NULL;
-        int line = 0;
-        for (size_t k = 0; k < mine.n; k++)
-            if (strcmp(mine.v[k].section, "profile") == 0 &&
-                strcmp(mine.v[k].key, "include") == 0 &&
-                strcmp(mine.v[k].value, c.includes[i]) == 0)
-                line = mine.v[k].at.line;
-        for (char *tok = strtok_r(list, ",", &save); ok && tok; tok = strtok_r(NULL, ",", &save)) {
+        int line = c.include_lines[i];
+        const char *cc = control_char(list);
+        if (cc) {
+            err_set(e, "%s:%d: profile.include: %s", file, line, control_why(*cc));
+            ok = false;
+        }
+        for (char *tok = list, *next; ok && tok; tok = next) {
+            next = strchr(tok, ',');
+            if (next)
+                *next++ = '\0';
             tok = str_trim(tok);
+            if (*tok == '\0') {
+                /* "mysql,,redis", "mysql," or nothing at all: a slip, not a way to say none */
+                char shown[128];
+                if (*c.includes[i] == '\0')
+                    err_set(e,
+                            "%s:%d: profile.include: no name given; name a profile or drop "
+                            "the line",
+                            file, line);
+                else
+                    err_set(e, "%s:%d: profile.include: an empty name in '%s'", file, line,
+                            escaped(shown, sizeof(shown), c.includes[i], 64));
+                ok = false;
+                break;
+            }
             if (!strchr(tok, '/') && !valid_profile_name(tok)) {
                 err_set(e, "%s:%d: profile.include: '%s' is not a profile name", file, line, tok);
                 ok = false;
@@ -436,8 +538,9 @@ static bool load_file(struct loader *L, const char *path, const char *text, stru
                 ok = false;
                 break;
             }
+            char *chain = xasprintf("%s%s:%d: in include '%s': ", via ? via : "", file, line, tok);
             struct err sub;
-            if (!load_file(L, inc, NULL, out, &sub)) {
+            if (!load_file(L, inc, NULL, intern_via(L->p, chain), out, &sub)) {
                 err_set(e, "%s:%d: in include '%s': %s", file, line, tok, sub.msg);
                 ok = false;
             }
@@ -451,6 +554,7 @@ static bool load_file(struct loader *L, const char *path, const char *text, stru
     for (size_t i = 0; i < c.nincludes; i++)
         free(c.includes[i]);
     free(c.includes);
+    free(c.include_lines);
     entries_free(&mine);
     free(owned);
     L->depth--;
@@ -525,6 +629,29 @@ static bool set_nodes(struct profile *p, const char *v, struct origin at, const 
     return true;
 }
 
+/*
+ * Whether the first len characters of s are a decimal integer, so that a
+ * value a number parser refuses is out of range rather than no number.
+ */
+static bool integer(const char *s, size_t len)
+{
+    size_t i = len > 0 && (*s == '-' || *s == '+');
+    if (i == len)
+        return false;
+    for (; i < len; i++)
+        if (!isdigit((unsigned char)s[i]))
+            return false;
+    return true;
+}
+
+/* After a failed parse: the parser's own reason for a number out of range, else `otherwise`. */
+static const char *range_or(const char *otherwise, const char *v)
+{
+    if (parse_error_is_range())
+        return why_buf("%s", parse_error());
+    return why_buf(otherwise, v);
+}
+
 static bool set_cpus(struct profile *p, const char *v, struct origin at, const char **why)
 {
     (void)at;
@@ -538,14 +665,13 @@ static bool set_cpus(struct profile *p, const char *v, struct origin at, const c
         p->placement.cpus = CPUS_ALL;
         return true;
     }
-    if (len > 1 && v[len - 1] == '%') {
-        char num[16];
-        if (len - 1 >= sizeof(num))
-            goto bad;
-        memcpy(num, v, len - 1);
-        num[len - 1] = '\0';
-        if (!parse_long(num, 1, 100, &n))
-            goto bad;
+    if (len > 1 && v[len - 1] == '%' && integer(v, len - 1)) {
+        char num[64];
+        snprintf(num, sizeof(num), "%.*s", (int)(len - 1), v);
+        if (len - 1 >= sizeof(num) || !parse_long(num, 1, 100, &n)) {
+            *why = why_buf("'%.40s' is out of range 1%%..100%%", v);
+            return false;
+        }
         p->placement.cpus = CPUS_PERCENT;
         p->placement.cpus_value = (unsigned)n;
         return true;
@@ -555,7 +681,10 @@ static bool set_cpus(struct profile *p, const char *v, struct origin at, const c
         p->placement.cpus_value = (unsigned)n;
         return true;
     }
-bad:
+    if (integer(v, len)) {
+        *why = why_buf("%s (a CPU count; or node, all, or a percentage)", parse_error());
+        return false;
+    }
     *why = why_buf("'%s' is not node, all, a CPU count or a percentage (1%%..100%%)", v);
     return false;
 }
@@ -665,7 +794,7 @@ static bool set_arena(struct profile *p, const char *v, struct origin at, const 
         return true;
     }
     if (!parse_long(v, 1, 65536, &n)) {
-        *why = why_buf("'%s' is not auto, unset or an arena count from 1", v);
+        *why = range_or("'%s' is not auto, unset or an arena count from 1", v);
         return false;
     }
     p->memory.arena = ARENA_VALUE;
@@ -694,7 +823,7 @@ static bool set_swappiness(struct profile *p, const char *v, struct origin at, c
         return true;
     }
     if (!parse_long(v, 0, 100, &n)) {
-        *why = why_buf("'%s' is not system or a swappiness from 0 to 100", v);
+        *why = range_or("'%s' is not system or a swappiness from 0 to 100", v);
         return false;
     }
     p->memory.swappiness = (int)n;
@@ -711,7 +840,7 @@ static bool set_swap_max(struct profile *p, const char *v, struct origin at, con
     if (strcasecmp(v, "max") == 0) {
         p->memory.swap_max = UINT64_MAX;
     } else if (!parse_size(v, &p->memory.swap_max)) {
-        *why = why_buf("'%s' is not system, max or a size like 0 or 512M", v);
+        *why = range_or("'%s' is not system, max or a size like 0 or 512M", v);
         return false;
     }
     p->memory.swap_max_set = true;
@@ -733,15 +862,22 @@ static bool set_java(enum java_mode *mode, unsigned *count, uint64_t *size, cons
     if (count) {
         long n;
         if (!parse_long(v, 1, 1 << 20, &n)) {
-            *why = why_buf("'%s' is not auto, off or a CPU count", v);
+            *why = range_or("'%s' is not auto, off or a CPU count", v);
             return false;
         }
         *count = (unsigned)n;
     } else if (size) {
-        if (!parse_size(v, size) || *size < (1 << 20)) {
-            *why = why_buf("'%s' is not auto, off or a size of at least 1M, like 8G", v);
+        const char *want = "'%s' is not auto, off or a size of at least 1M, like 8G";
+        uint64_t bytes;
+        if (!parse_size(v, &bytes)) {
+            *why = range_or(want, v);
             return false;
         }
+        if (bytes < (1 << 20)) {
+            *why = why_buf(want, v);
+            return false;
+        }
+        *size = bytes;
     } else {
         bool b;
         if (!parse_bool(v, &b)) {
@@ -1050,17 +1186,47 @@ static bool set_loader_env(struct profile *p, const char *v, struct origin at, c
     return ok;
 }
 
+/*
+ * The fewest open files a profile may leave the service: below it, ld.so
+ * fails to load the service's libraries (EMFILE), it has none left for its
+ * logs and sockets, and tunerun's own steps after the limit (a cgroup file
+ * written) fail. Linux starts processes at 1024.
+ */
+#define NOFILE_MIN 64
+
 static bool set_limit(struct profile *p, const char *name, const char *v, struct origin at,
                       const char **why)
 {
     for (size_t i = 0; i < sizeof(rlimits) / sizeof(rlimits[0]); i++) {
         if (strcmp(rlimits[i].name, name) != 0)
             continue;
-        struct profile_limit *l = &p->limits[rlimits[i].resource];
-        if (!parse_rlim_pair(v, &l->soft, &l->hard)) {
+        rlim_t soft, hard;
+        if (!parse_rlim_pair(v, &soft, &hard)) {
             *why = why_buf("%s", parse_error());
             return false;
         }
+        /* soft <= hard: a hard limit below the floor has a soft one below it too */
+        if (rlimits[i].resource == RLIMIT_NOFILE && (soft < NOFILE_MIN || hard < NOFILE_MIN)) {
+            static char buf[320], what[96];
+            if (soft == hard)
+                snprintf(what, sizeof(what), "a limit of %llu open files is",
+                         (unsigned long long)soft);
+            else if (hard < NOFILE_MIN)
+                snprintf(what, sizeof(what), "soft and hard limits of %llu and %llu open files are",
+                         (unsigned long long)soft, (unsigned long long)hard);
+            else
+                snprintf(what, sizeof(what), "a soft limit of %llu open files is",
+                         (unsigned long long)soft);
+            snprintf(buf, sizeof(buf),
+                     "%s below %d, the least a service can run with: its libraries, logs and "
+                     "sockets, and tunerun's own steps after the limit, need descriptors",
+                     what, NOFILE_MIN);
+            *why = buf;
+            return false;
+        }
+        struct profile_limit *l = &p->limits[rlimits[i].resource];
+        l->soft = soft;
+        l->hard = hard;
         l->set = true;
         l->at = at;
         return true;
@@ -1073,26 +1239,54 @@ static bool set_limit(struct profile *p, const char *name, const char *v, struct
 void profile_where(char *buf, size_t n, struct origin at, const char *section, const char *key,
                    const char *value)
 {
+    char s[128], k[320], v[320];
+    escaped(s, sizeof(s), section, 32);
+    escaped(k, sizeof(k), key, 64);
     if (at.line > 0)
-        snprintf(buf, n, "%s:%d: %s.%s", at.file, at.line, section, key);
+        snprintf(buf, n, "%s%s:%d: %s.%s", at.via ? at.via : "", at.file, at.line, s, k);
     else if (value)
-        snprintf(buf, n, "--set %s.%s=%s", section, key, value);
+        snprintf(buf, n, "--set %s.%s=%s", s, k, escaped(v, sizeof(v), value, 64));
     else
-        snprintf(buf, n, "--set %s.%s", section, key);
+        snprintf(buf, n, "--set %s.%s", s, k);
 }
 
 static bool apply_entry(struct profile *p, const struct entry *en, struct err *e)
 {
-    char loc[PATH_MAX + 128];
+    char loc[sizeof(e->msg)]; /* an include chain included */
     const char *why = NULL;
     if (!known_section(en->section, strlen(en->section))) {
-        if (en->at.line > 0)
-            unknown_section(e, en->at.file, en->at.line, en->section);
-        else
-            err_set(e, "--set %s.%s: unknown section '%s'", en->section, en->key, en->section);
+        char s[128];
+        if (en->at.line > 0 && en->section[0] == '\0') {
+            /* inih hands a key before the first [section] over with section "" */
+            err_set(e,
+                    "%s%s:%d: '%s' is a key outside any section; put it under its [section] "
+                    "(known: " KNOWN_SECTIONS ")",
+                    en->at.via ? en->at.via : "", en->at.file, en->at.line,
+                    escaped(s, sizeof(s), en->key, 64));
+        } else if (en->at.line > 0) {
+            unknown_section(e, en->at, en->section);
+        } else {
+            profile_where(loc, sizeof(loc), en->at, en->section, en->key, en->value);
+            err_set(e, "%s: unknown section '%s' (known: " KNOWN_SECTIONS ")", loc,
+                    escaped(s, sizeof(s), en->section, 32));
+        }
         return false;
     }
     profile_where(loc, sizeof(loc), en->at, en->section, en->key, en->value);
+    /* No value holds a control character, and --set none a line could not. */
+    const char *cc = control_char(en->value);
+    if (cc) {
+        err_set(e, "%s: %s", loc, control_why(*cc));
+        return false;
+    }
+    size_t line = strlen(en->key) + 1 + strlen(en->value);
+    if (en->at.line == 0 && line > LINE_MAX_CHARS) {
+        err_set(e,
+                "%s: too long: as a line of a profile, KEY=VALUE would be %zu characters, and a "
+                "line holds at most %d",
+                loc, line, LINE_MAX_CHARS);
+        return false;
+    }
     bool ok;
     if (strcmp(en->section, "env") == 0) {
         ok = set_env(p, en->key, en->value, en->at, &why);
@@ -1153,7 +1347,7 @@ static bool load_common(struct profile *p, const char *path, const char *text,
     profile_defaults(p);
     struct loader L = {.p = p, .paths = paths ? paths : &none, .mem = mem, .nmem = nmem};
     struct entries all = {0};
-    bool ok = load_file(&L, path, text, &all, e);
+    bool ok = load_file(&L, path, text, NULL, &all, e);
     for (size_t i = 0; ok && i < all.n; i++)
         ok = apply_entry(p, &all.v[i], e);
     entries_free(&all);
@@ -1180,6 +1374,11 @@ static bool load_common(struct profile *p, const char *path, const char *text,
 bool profile_load(struct profile *p, const char *path, const struct profile_paths *paths,
                   struct err *e)
 {
+    if (*path == '\0') {
+        memset(p, 0, sizeof(*p)); /* as a failed load leaves it: profile_free() may follow */
+        err_set(e, "--profile-file '': an empty path names no profile file");
+        return false;
+    }
     return load_common(p, path, NULL, NULL, 0, paths, e);
 }
 
@@ -1209,13 +1408,15 @@ bool profile_set(struct profile *p, const char *assignment, struct err *e)
     const char *eq = strchr(assignment, '=');
     const char *dot = strchr(assignment, '.');
     if (eq == NULL || dot == NULL || dot > eq || dot == assignment || dot + 1 == eq) {
-        err_set(e, "--set %s: expected SECTION.KEY=VALUE", assignment);
+        char shown[320];
+        err_set(e, "--set %s: expected SECTION.KEY=VALUE",
+                escaped(shown, sizeof(shown), assignment, 64));
         return false;
     }
     char *section = strndup(assignment, (size_t)(dot - assignment));
     char *key = strndup(dot + 1, (size_t)(eq - dot - 1));
     char *value = xstrdup(eq + 1);
-    struct entry en = {str_trim(section), str_trim(key), str_trim(value), {"--set", 0}};
+    struct entry en = {str_trim(section), str_trim(key), str_trim(value), {"--set", 0, NULL}};
     bool ok = apply_entry(p, &en, e);
     free(section);
     free(key);
@@ -1241,6 +1442,40 @@ char *profile_find(const char *name, const struct profile_paths *paths, size_t *
     return NULL;
 }
 
+char *profile_locate(const char *name, const struct profile_paths *paths, struct err *e)
+{
+    if (*name == '\0') {
+        err_set(e, "an empty profile name: name one that 'tunerun profiles' lists, or give a file "
+                   "with --profile-file FILE");
+        return NULL;
+    }
+    char *path = profile_find(name, paths, NULL);
+    if (path)
+        return path;
+    char shown[320], where[PATH_MAX] = "";
+    escaped(shown, sizeof(shown), name, 64);
+    for (size_t i = 0; i < paths->n; i++)
+        snprintf(where + strlen(where), sizeof(where) - strlen(where), "%s%s", i ? ", " : "",
+                 paths->dirs[i]);
+    /* A path, or a file name with its .ini, is a file to read, not a name to look up. */
+    size_t len = strlen(name);
+    if (!strchr(name, '/') && !(len > 4 && strcmp(name + len - 4, ".ini") == 0)) {
+        err_set(e, "no profile '%s' in %s (see 'tunerun profiles')", shown, where);
+        return NULL;
+    }
+    char *stem = name_from_path(name), also[128] = "";
+    char *found = profile_find(stem, paths, NULL);
+    if (found)
+        snprintf(also, sizeof(also), " ('%s' is one)", stem);
+    err_set(e,
+            "no profile '%s' in %s: a profile's name has no directory and no .ini%s; to read "
+            "the file %s, use --profile-file %s",
+            shown, where, also, shown, shown);
+    free(found);
+    free(stem);
+    return NULL;
+}
+
 void profile_free(struct profile *p)
 {
     free(p->name);
@@ -1263,5 +1498,8 @@ void profile_free(struct profile *p)
     for (size_t i = 0; i < p->nfiles; i++)
         free(p->files[i]);
     free(p->files);
+    for (size_t i = 0; i < p->nvias; i++)
+        free(p->vias[i]);
+    free(p->vias);
     memset(p, 0, sizeof(*p));
 }

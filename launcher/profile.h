@@ -28,6 +28,12 @@ enum java_mode { JAVA_OFF, JAVA_AUTO, JAVA_VALUE };
 struct origin {
     const char *file; /* NULL for the built-in default; owned by the profile */
     int line;         /* 0 for --set */
+    /*
+     * For a file read through includes, the chain that read it, as messages
+     * print it before file:line: "top.ini:2: in include 'base': " (owned by
+     * the profile); NULL for the file named to tunerun and for --set.
+     */
+    const char *via;
 };
 
 struct profile_limit {
@@ -105,6 +111,9 @@ struct profile {
     /* Every file read, in include order, for `plan` to show. */
     char **files;
     size_t nfiles;
+    /* The include chains origins point to (struct origin's via). */
+    char **vias;
+    size_t nvias;
 };
 
 /* Directories searched for NAME.ini, in order. */
@@ -118,8 +127,16 @@ struct profile_paths {
 char *profile_find(const char *name, const struct profile_paths *paths, size_t *dir_index);
 
 /*
- * Load the profile in `path` with its includes. On failure, e->msg holds one
- * line naming file:line and the problem.
+ * The same for a name given on the command line: when there is none,
+ * e->msg says why in one line (an empty name; a name that is a file, with
+ * a hint of --profile-file; the directories searched).
+ */
+char *profile_locate(const char *name, const struct profile_paths *paths, struct err *e);
+
+/*
+ * Load the profile in `path` (--profile-file, or profile_locate()'s) with
+ * its includes. On failure, e->msg holds one line naming file:line and the
+ * problem.
  */
 bool profile_load(struct profile *p, const char *path, const struct profile_paths *paths,
                   struct err *e);
@@ -148,7 +165,8 @@ bool profile_set(struct profile *p, const char *assignment, struct err *e);
 void profile_free(struct profile *p);
 
 /*
- * Where a key's value came from, for messages: "FILE:LINE: section.key", or
+ * Where a key's value came from, for messages: "FILE:LINE: section.key"
+ * (after the include chain that read FILE, if any), or
  * "--set section.key=value" ("--set section.key" when value is NULL).
  */
 void profile_where(char *buf, size_t n, struct origin at, const char *section, const char *key,

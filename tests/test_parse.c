@@ -34,6 +34,10 @@ static void test_long(void **state)
     assert_false(parse_long(" 1", 0, 100, &v));
     assert_false(parse_long("", 0, 100, &v));
     assert_false(parse_long("99999999999999999999999", 0, 100, &v));
+    assert_string_equal(parse_error(), "'99999999999999999999999' is out of range 0..100");
+    assert_true(parse_error_is_range());
+    assert_false(parse_long("12x", 0, 100, &v));
+    assert_false(parse_error_is_range());
 }
 
 static void test_size(void **state)
@@ -56,6 +60,17 @@ static void test_size(void **state)
     assert_false(parse_size("4bib", &v));
     assert_false(parse_size("99999999999999999999P", &v));
     assert_false(parse_size("16777216T", &v)); /* 2^64: wraps */
+
+    /* too big to hold is out of range, with the range, not "not a number" */
+    assert_true(parse_size("18446744073709551615", &v) && v == UINT64_MAX);
+    assert_false(parse_size("18446744073709551616", &v));
+    assert_string_equal(parse_error(), "'18446744073709551616' is out of range "
+                                       "0..18446744073709551615 bytes (16 EiB less one)");
+    assert_true(parse_error_is_range());
+    assert_false(parse_size("16777216T", &v));
+    assert_true(parse_error_is_range());
+    assert_false(parse_size("4X", &v));
+    assert_false(parse_error_is_range());
 }
 
 static void test_rlim(void **state)
@@ -72,6 +87,17 @@ static void test_rlim(void **state)
     assert_false(parse_rlim_pair("unlimited:10", &s, &h));
     assert_false(parse_rlim_pair("lots", &s, &h));
     assert_false(parse_rlim_pair("1:2:3", &s, &h));
+
+    /* a number too big is out of range, with the range, also as a hard limit */
+    assert_false(parse_rlim_pair("99999999999999999999999", &s, &h));
+    assert_string_equal(parse_error(), "'99999999999999999999999' is out of range "
+                                       "0..18446744073709551614 (or unlimited)");
+    assert_false(parse_rlim_pair("1:18446744073709551615", &s, &h)); /* RLIM_INFINITY's value */
+    assert_non_null(strstr(parse_error(), "is out of range 0..18446744073709551614"));
+    assert_false(parse_rlim_pair("1:99999999999999999999P", &s, &h));
+    assert_non_null(strstr(parse_error(), "is out of range"));
+    assert_false(parse_rlim_pair("lots", &s, &h));
+    assert_string_equal(parse_error(), "'lots' is not a number or 'unlimited'");
 }
 
 static void test_trim(void **state)

@@ -132,6 +132,13 @@ static void test_errors_name_file_and_line(void **state)
     m = load_error("[placement]\nnodes = 1\n[ empty ]\n");
     assert_non_null(strstr(m, "bad.ini:3: unknown section [empty]"));
 
+    /* tunerun.ini(5): "A key outside any section is an error" */
+    m = load_error("# before any section\nnodes = 1\n[placement]\n");
+    assert_non_null(strstr(m, "bad.ini:2: 'nodes' is a key outside any section; put it under its "
+                              "[section] (known: profile, placement, memory, limits, env, java, "
+                              "security)"));
+    assert_null(strstr(m, "[]"));
+
     m = load_error("[placement]\nnodes = 1\nnodez = 2\n");
     assert_non_null(strstr(m, "bad.ini:3: placement.nodez: unknown key"));
     assert_non_null(strstr(m, "nodes"));
@@ -258,6 +265,113 @@ static void test_include_cycle_and_missing(void **state)
     const char *self = write_file("cyc", "self.ini", "[profile]\ninclude = ./self.ini\n");
     assert_false(profile_load(&p, self, &ps, &e));
     assert_non_null(strstr(e.msg, "include cycle"));
+
+    /* an empty element of the list is a slip, not a way to say nothing */
+    write_file("cyc", "x.ini", "[memory]\nthp = never\n");
+    const char *holes[][2] = {
+        {"[profile]\ninclude = x,,x\n", "holes.ini:2: profile.include: an empty name in 'x,,x'"},
+        {"[profile]\ninclude = x,\n", "holes.ini:2: profile.include: an empty name in 'x,'"},
+        {"[profile]\ninclude = , x\n", "holes.ini:2: profile.include: an empty name in ', x'"},
+        {"[profile]\ninclude =\n", "holes.ini:2: profile.include: no name given"},
+    };
+    for (size_t i = 0; i < sizeof(holes) / sizeof(holes[0]); i++) {
+        const char *h = write_file("cyc", "holes.ini", holes[i][0]);
+        assert_false(profile_load(&p, h, &ps, &e));
+        if (strstr(e.msg, holes[i][1]) == NULL)
+            fail_msg("%s: got %s", holes[i][0], e.msg);
+    }
+    const char *two = write_file("cyc", "two.ini", "[profile]\ninclude = x, x\n");
+    if (!profile_load(&p, two, &ps, &e))
+        fail_msg("%s", e.msg);
+    profile_free(&p);
+
+    /* the line of the include that failed, when the same value is given twice */
+    const char *again = write_file(
+        "cyc", "again.ini", "[profile]\ninclude = nosuch\n[memory]\n[profile]\ninclude = nosuch\n");
+    assert_false(profile_load(&p, again, &ps, &e));
+    assert_non_null(strstr(e.msg, "again.ini:2: profile.include: no profile 'nosuch' found"));
+}
+
+/* tunerun.ini(5) ERRORS: an error in an included file is named through the include. */
+static void test_include_errors_name_the_chain(void **state)
+{
+    (void)state;
+    struct profile_paths ps = paths_in("chain", NULL);
+    struct profile p;
+    struct err e;
+    char want[1024];
+    write_file("chain", "bad1.ini", "[placement]\nnodes = 0\n");
+    const char *one = write_file("chain", "incname.ini", "[profile]\ninclude = bad1\n");
+    assert_false(profile_load(&p, one, &ps, &e));
+    snprintf(want, sizeof(want),
+             "%s:2: in include 'bad1': %s/chain/bad1.ini:2: placement.nodes: '0' is out of range",
+             one, tmpdir);
+    if (strncmp(e.msg, want, strlen(want)) != 0)
+        fail_msg("got  %s\nwant %s...", e.msg, want);
+
+    /* two levels: every include on the way, outermost first */
+    const char *two =
+        write_file("chain", "two.ini", "# two levels\n[profile]\ninclude = incname\n");
+    assert_false(profile_load(&p, two, &ps, &e));
+    snprintf(want, sizeof(want),
+             "%s:3: in include 'incname': %s/chain/incname.ini:2: in include 'bad1': "
+             "%s/chain/bad1.ini:2: placement.nodes:",
+             two, tmpdir, tmpdir);
+    if (strncmp(e.msg, want, strlen(want)) != 0)
+        fail_msg("got  %s\nwant %s...", e.msg, want);
+
+    /* an unknown key, and a check made after loading (loader variables) */
+    write_file("chain", "unk.ini", "[placement]\nbogus = 1\n");
+    const char *unk = write_file("chain", "incunk.ini", "[profile]\ninclude = unk\n");
+    assert_false(profile_load(&p, unk, &ps, &e));
+    snprintf(want, sizeof(want),
+             "%s:2: in include 'unk': %s/chain/unk.ini:2: placement.bogus: unknown key", unk,
+             tmpdir);
+    if (strncmp(e.msg, want, strlen(want)) != 0)
+        fail_msg("got  %s\nwant %s...", e.msg, want);
+    write_file("chain", "ld.ini", "[env]\nLD_PRELOAD = /x.so\n");
+    const char *ld = write_file("chain", "incld.ini", "[profile]\ninclude = ld\n");
+    assert_false(profile_load(&p, ld, &ps, &e));
+    snprintf(want, sizeof(want),
+             "%s:2: in include 'ld': %s/chain/ld.ini:2: env.LD_PRELOAD: a loader", ld, tmpdir);
+    if (strncmp(e.msg, want, strlen(want)) != 0)
+        fail_msg("got  %s\nwant %s...", e.msg, want);
+
+    /* a path is relative to the including file's directory, and printed once */
+    const char *dot = write_file("chain", "dot.ini", "[profile]\ninclude = ./bad1.ini\n");
+    assert_false(profile_load(&p, dot, &ps, &e));
+    snprintf(want, sizeof(want), "%s:2: in include './bad1.ini': %s/chain/bad1.ini:2: placement",
+             dot, tmpdir);
+    if (strncmp(e.msg, want, strlen(want)) != 0)
+        fail_msg("got  %s\nwant %s...", e.msg, want);
+    write_file("chain", "good.ini", "[placement]\nnodes = 2\n");
+    const char *up = write_file("chain/sub", "up.ini", "[profile]\ninclude = ../good.ini\n");
+    if (!profile_load(&p, up, &ps, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(p.placement.nodes, 2);
+    profile_free(&p);
+
+    /* the origin keeps the chain for the checks made after loading (privs, plan) */
+    write_file("chain", "user.ini", "[security]\nuser = nobody\n");
+    const char *user = write_file("chain", "incuser.ini", "[profile]\ninclude = user\n");
+    if (!profile_load(&p, user, &ps, &e))
+        fail_msg("%s", e.msg);
+    char loc[1024];
+    profile_where(loc, sizeof(loc), p.security.user_at, "security", "user", NULL);
+    snprintf(want, sizeof(want), "%s:2: in include 'user': %s/chain/user.ini:2: security.user",
+             user, tmpdir);
+    assert_string_equal(loc, want);
+    profile_free(&p);
+
+    /* the same in memory, where "./" must not break the lookup by path */
+    const struct profile_paths mps = {{"/mem/etc"}, {"admin"}, 1};
+    const struct profile_file files[] = {
+        {"/mem/etc/top.ini", "[profile]\ninclude = ./base.ini\n"},
+        {"/mem/etc/base.ini", "[memory]\nthp = sometimes\n"},
+    };
+    assert_false(profile_load_files(&p, files, 2, &mps, &e));
+    assert_string_equal(e.msg, "/mem/etc/top.ini:2: in include './base.ini': /mem/etc/base.ini:2: "
+                               "memory.thp: 'sometimes' is not one of madvise, never, system");
 }
 
 static void test_security_keys(void **state)
@@ -398,8 +512,152 @@ static void test_set_overrides(void **state)
     assert_false(profile_set(&p, "nodes=1", &e));
     assert_non_null(strstr(e.msg, "SECTION.KEY=VALUE"));
     assert_false(profile_set(&p, "bogus.key=1", &e));
-    assert_non_null(strstr(e.msg, "unknown section"));
+    /* the known sections are listed, as for the same error in a file */
+    assert_string_equal(e.msg, "--set bogus.key=1: unknown section 'bogus' (known: profile, "
+                               "placement, memory, limits, env, java, security)");
     assert_false(profile_set(&p, "profile.include=redis", &e));
+    profile_free(&p);
+}
+
+/* tunerun.ini(5): --set "is checked exactly like a line in a file", and no value holds a control
+ * character. */
+static void test_set_checked_as_a_line(void **state)
+{
+    (void)state;
+    struct profile p;
+    struct err e;
+    char value[400];
+    assert_true(profile_load(&p, "profiles/mysql.ini", NULL, &e));
+
+    /* a file's value cannot hold a newline, so --set's may not */
+    assert_false(profile_set(&p, "profile.description=a\nb", &e));
+    assert_string_equal(e.msg,
+                        "--set profile.description=a\\nb: a newline in the value: a value is one "
+                        "line of text");
+    assert_false(profile_set(&p, "profile.fears=\001", &e));
+    assert_non_null(strstr(e.msg, "--set profile.fears=\\x01: a control character (\\x01)"));
+    assert_false(profile_set(&p, "env.X=a\rb", &e));
+    assert_null(strchr(e.msg, '\r'));
+
+    /* KEY=VALUE fits a line of at most 198 characters, or it is refused, as in a file */
+    snprintf(value, sizeof(value), "env.X=%0196d", 0); /* X= and 196: 198 */
+    assert_true(profile_set(&p, value, &e));
+    snprintf(value, sizeof(value), "env.X=%0197d", 0);
+    assert_false(profile_set(&p, value, &e));
+    assert_non_null(strstr(e.msg, "would be 199 characters"));
+    snprintf(value, sizeof(value), "env.X=%0300d", 0);
+    assert_false(profile_set(&p, value, &e));
+    assert_non_null(strstr(e.msg, "--set env.X=0000"));
+    assert_non_null(strstr(e.msg, "...: too long: as a line of a profile, KEY=VALUE would be 302 "
+                                  "characters, and a line holds at most 198"));
+    assert_true(strlen(e.msg) < 200); /* the value is cut in the message */
+
+    /* tab is text */
+    assert_true(profile_set(&p, "profile.description=a\tb", &e));
+    assert_string_equal(p.description, "a\tb");
+    /* what the message shows of a bad option is escaped too */
+    assert_false(profile_set(&p, "foo\033bar", &e));
+    assert_string_equal(e.msg, "--set foo\\x1bbar: expected SECTION.KEY=VALUE");
+    profile_free(&p);
+
+    /* the same from a file: one rule for every value */
+    const char *m = load_error("[profile]\ndescription = red \033[31mX\n");
+    assert_non_null(strstr(m, "bad.ini:2: profile.description: a control character (\\x1b) in the "
+                              "value: a value is text, without control characters"));
+    m = load_error("[profile]\nfears = \001\n");
+    assert_non_null(strstr(m, "bad.ini:2: profile.fears: a control character (\\x01)"));
+    m = load_error("[env]\nA = x\033y\n");
+    assert_non_null(strstr(m, "bad.ini:2: env.A: a control character (\\x1b)"));
+    m = load_error("[profile]\ninclude = mysql\033\n");
+    assert_non_null(strstr(m, "bad.ini:2: profile.include: a control character (\\x1b)"));
+    m = load_error("[pro\033file]\n");
+    assert_non_null(strstr(m, "bad.ini:1: unknown section [pro\\x1bfile]"));
+    assert_string_equal(load_error("[profile]\ndescription = tab\tin text\n"), "");
+    /* 198 characters on a last line without a newline, as with one */
+    snprintf(value, sizeof(value), "[env]\nX=%0196d", 0);
+    assert_string_equal(load_error(value), "");
+    snprintf(value, sizeof(value), "[env]\nX=%0197d", 0);
+    assert_non_null(strstr(load_error(value), "bad.ini:2: line too long (at most 198 characters)"));
+}
+
+/*
+ * Below 64 open files the service's ld.so fails with EMFILE and tunerun's
+ * own steps after the limit (a cgroup write) fail: refused, both numbers.
+ */
+static void test_nofile_floor(void **state)
+{
+    (void)state;
+    struct profile p;
+    struct err e;
+    const char *m = load_error("[limits]\nnofile = 4\n");
+    assert_non_null(strstr(m, "bad.ini:2: limits.nofile: a limit of 4 open files is below 64, the "
+                              "least a service can run with: its libraries, logs and sockets, and "
+                              "tunerun's own steps after the limit, need descriptors"));
+    m = load_error("[limits]\nnofile = 3 : 65535\n");
+    assert_non_null(
+        strstr(m, "bad.ini:2: limits.nofile: a soft limit of 3 open files is below 64"));
+    m = load_error("[limits]\nnofile = 10:20\n");
+    assert_non_null(strstr(m, "soft and hard limits of 10 and 20 open files are below 64"));
+    m = load_error("[limits]\nnofile = 0\n");
+    assert_non_null(strstr(m, "a limit of 0 open files is below 64"));
+    assert_string_equal(load_error("[limits]\nnofile = 64\n"), "");
+    assert_string_equal(load_error("[limits]\nnofile = 64:unlimited\n"), "");
+    assert_string_equal(load_error("[limits]\nnofile = 1K\n"), "");
+    /* only nofile: other limits keep their own meaning of small numbers */
+    assert_string_equal(load_error("[limits]\ncore = 0\n"), "");
+
+    assert_true(profile_load(&p, "profiles/mysql.ini", NULL, &e));
+    assert_false(profile_set(&p, "limits.nofile=4", &e));
+    assert_non_null(strstr(e.msg, "--set limits.nofile=4: a limit of 4 open files is below 64"));
+    assert_false(profile_set(&p, "limits.nofile=63:64", &e));
+    assert_non_null(strstr(e.msg, "--set limits.nofile=63:64: a soft limit of 63"));
+    /* a refused value leaves the limit as it was */
+    assert_int_equal(p.limits[RLIMIT_NOFILE].soft, 65535);
+    assert_int_equal(p.limits[RLIMIT_NOFILE].hard, 65535);
+    profile_free(&p);
+}
+
+/* A number too big for its key is out of range, and the message gives the range. */
+static void test_out_of_range(void **state)
+{
+    (void)state;
+    const char *m = load_error("[limits]\nnofile = 99999999999999999999999\n");
+    assert_non_null(strstr(m, "bad.ini:2: limits.nofile: '99999999999999999999999' is out of range "
+                              "0..18446744073709551614 (or unlimited)"));
+    m = load_error("[placement]\ncpus = 999999999999\n");
+    assert_non_null(
+        strstr(m, "bad.ini:2: placement.cpus: '999999999999' is out of range 1..1048576"));
+    m = load_error("[placement]\ncpus = 150%\n");
+    assert_non_null(strstr(m, "bad.ini:2: placement.cpus: '150%' is out of range 1%..100%"));
+    m = load_error("[placement]\ncpus = 99999999999999999999999%\n");
+    assert_non_null(strstr(m, "is out of range 1%..100%"));
+    m = load_error("[placement]\ncpus = many\n");
+    assert_non_null(strstr(m, "'many' is not node, all, a CPU count or a percentage"));
+    m = load_error("[placement]\nmemory_size = 99999999999999999999G\n");
+    assert_non_null(strstr(m, "placement.memory_size: '99999999999999999999G' is out of range "
+                              "0..18446744073709551615 bytes"));
+    m = load_error("[memory]\nmalloc_arena_max = 99999999999\n");
+    assert_non_null(strstr(m, "memory.malloc_arena_max: '99999999999' is out of range 1..65536"));
+    m = load_error("[memory]\nswappiness = 101\n");
+    assert_non_null(strstr(m, "memory.swappiness: '101' is out of range 0..100"));
+    m = load_error("[memory]\nswap_max = 99999999999999999999\n");
+    assert_non_null(strstr(m, "memory.swap_max: '99999999999999999999' is out of range"));
+    m = load_error("[java]\nactive_processor_count = 9999999999\n");
+    assert_non_null(
+        strstr(m, "java.active_processor_count: '9999999999' is out of range 1..1048576"));
+    m = load_error("[java]\nmax_ram = 99999999999P\n");
+    assert_non_null(strstr(m, "java.max_ram: '99999999999P' is out of range"));
+    m = load_error("[java]\nmax_ram = 100K\n");
+    assert_non_null(strstr(m, "'100K' is not auto, off or a size of at least 1M"));
+
+    struct profile p;
+    struct err e;
+    assert_true(profile_load(&p, "profiles/mysql.ini", NULL, &e));
+    assert_false(profile_set(&p, "limits.nofile=99999999999999999999999", &e));
+    assert_non_null(strstr(e.msg, "--set limits.nofile=99999999999999999999999: "
+                                  "'99999999999999999999999' is out of range"));
+    assert_false(profile_set(&p, "placement.cpus=999999999999", &e));
+    assert_non_null(strstr(e.msg, "is out of range 1..1048576"));
     profile_free(&p);
 }
 
@@ -419,6 +677,33 @@ static void test_find_and_missing_file(void **state)
     struct err e;
     assert_false(profile_load(&p, "/nonexistent/x.ini", NULL, &e));
     assert_non_null(strstr(e.msg, "/nonexistent/x.ini"));
+
+    /* what the command line asked for, said in one clear line when there is none */
+    assert_false(profile_load(&p, "", NULL, &e));
+    assert_string_equal(e.msg, "--profile-file '': an empty path names no profile file");
+    profile_free(&p); /* as after any failed load */
+    assert_null(profile_locate("", &ps, &e));
+    assert_string_equal(e.msg, "an empty profile name: name one that 'tunerun profiles' lists, or "
+                               "give a file with --profile-file FILE");
+    path = profile_locate("redis", &ps, &e);
+    assert_string_equal(path, "profiles/redis.ini");
+    free(path);
+    assert_null(profile_locate("nosuch", &ps, &e));
+    assert_string_equal(e.msg,
+                        "no profile 'nosuch' in /nonexistent, profiles (see 'tunerun profiles')");
+    assert_null(profile_locate("redis.ini", &ps, &e));
+    assert_string_equal(e.msg,
+                        "no profile 'redis.ini' in /nonexistent, profiles: a profile's name has "
+                        "no directory and no .ini ('redis' is one); to read the file "
+                        "redis.ini, use --profile-file redis.ini");
+    assert_null(profile_locate("profiles/redis.ini", &ps, &e));
+    assert_non_null(strstr(e.msg, "('redis' is one); to read the file profiles/redis.ini, use "
+                                  "--profile-file profiles/redis.ini"));
+    assert_null(profile_locate("my/own.ini", &ps, &e));
+    assert_non_null(
+        strstr(e.msg, "no .ini; to read the file my/own.ini, use --profile-file my/own.ini"));
+    assert_null(profile_locate("a\nb", &ps, &e));
+    assert_null(strchr(e.msg, '\n'));
 }
 
 int main(void)
@@ -430,7 +715,11 @@ int main(void)
         cmocka_unit_test(test_include_overrides),
         cmocka_unit_test(test_include_same_name_extends_next),
         cmocka_unit_test(test_include_cycle_and_missing),
+        cmocka_unit_test(test_include_errors_name_the_chain),
         cmocka_unit_test(test_set_overrides),
+        cmocka_unit_test(test_set_checked_as_a_line),
+        cmocka_unit_test(test_nofile_floor),
+        cmocka_unit_test(test_out_of_range),
         cmocka_unit_test(test_security_keys),
         cmocka_unit_test(test_load_files),
         cmocka_unit_test(test_find_and_missing_file),
