@@ -762,7 +762,7 @@ static void choose_memory(struct ctx *c)
                                                               : PLAN_MPOL_PREFERRED;
             note(pl, NOTE_INFO,
                  "memory auto -> %s %s: memory_size %.1f GiB plus headroom exceeds %.1f GiB "
-                 "free; a strict bind would swap or OOM (MySQL's \"swap insanity\")",
+                 "free; a strict bind would swap or OOM while other nodes have memory",
                  plan_mpol_name(pl->mpol), list, gib(want), gib(fr));
         } else {
             pl->mpol = PLAN_MPOL_INTERLEAVE;
@@ -824,21 +824,52 @@ static void settle_nodes(struct ctx *c)
 
 /* ---- phase 5: steps ------------------------------------------------------- */
 
-static const char *limit_fear(int resource)
+/*
+ * What each step does, in words true of any service: the reason this one
+ * needs it is the profile's, in the comment at the file and line each step
+ * cites (and in its `fears`, which head the plan). The planner never
+ * guesses which service it is placing.
+ */
+static const char *limit_reason(int resource)
 {
     switch (resource) {
     case RLIMIT_NOFILE:
-        return "every connection, table and log is a file descriptor";
+        return "every open file, socket and pipe takes a descriptor; at the limit open() and "
+               "accept() fail with EMFILE";
     case RLIMIT_NPROC:
-        return "threads count against the process limit";
+        return "every thread and process of its user counts; at the limit fork() and "
+               "pthread_create() fail";
     case RLIMIT_MEMLOCK:
-        return "locked memory for huge pages and io_uring buffers";
+        return "memory locked in RAM (mlock, io_uring's registered buffers) counts against it";
     case RLIMIT_CORE:
-        return "a crash should leave a core to debug, or none to leak data";
+        return "the size of a crash's core dump: enough to debug, or 0 to keep memory contents "
+               "off the disk";
     case RLIMIT_STACK:
-        return "deep recursion and per-thread stacks";
+        return "the main thread's stack, and glibc's default stack size for every new thread";
+    case RLIMIT_AS:
+        return "the address space it may map; past it mmap() and brk() fail";
+    case RLIMIT_DATA:
+        return "its heap and private mappings; past it brk() and mmap() fail";
+    case RLIMIT_FSIZE:
+        return "the largest file it may write; past it a write gets SIGXFSZ, or EFBIG";
+    case RLIMIT_CPU:
+        return "the CPU seconds it may use: SIGXCPU at the soft limit, SIGKILL at the hard one";
+    case RLIMIT_LOCKS:
+        return "flock() locks and leases (Linux has not enforced it since 2.4.25)";
+    case RLIMIT_MSGQUEUE:
+        return "the bytes of POSIX message queues its user may allocate";
+    case RLIMIT_NICE:
+        return "how far it may raise its own CPU priority: down to nice 20 minus the limit";
+    case RLIMIT_RTPRIO:
+        return "the highest real-time priority it may give itself";
+    case RLIMIT_RTTIME:
+        return "the microseconds a real-time thread may run without blocking";
+    case RLIMIT_SIGPENDING:
+        return "the signals its user may have queued";
+    case RLIMIT_RSS:
+        return "its resident memory (Linux has not enforced it since 2.6)";
     default:
-        return "the profile's limit";
+        return "a resource limit";
     }
 }
 
@@ -955,15 +986,22 @@ static void add_swap_steps(struct ctx *c, const struct cgroup *cg)
         return;
     }
     struct origin at = sw_here ? p->memory.swappiness_at : p->memory.swap_max_at;
-    char *where = origin_str(at);
-    struct plan_step *s =
-        add_step(c->pl, STEP_CGROUP,
-                 xasprintf("%s (%s)",
-                           sw_here && p->memory.swappiness > 0
-                               ? "swapping out a hot buffer pool stalls queries; a little swap "
-                                 "still beats the OOM killer"
-                               : "a fork's copy-on-write pages and latency die in swap",
-                           where));
+    char *where = origin_str(at), *why;
+    if (sw_here)
+        why = xasprintf("swappiness %d in a cgroup of its own: the lower it is, the more "
+                        "reclaim takes page cache rather than swap its memory out, where a page "
+                        "costs a disk read when next touched (%s)",
+                        p->memory.swappiness, where);
+    else if (p->memory.swap_max == 0)
+        why = xasprintf("no swap for it, in a cgroup of its own: none of its pages waits on a "
+                        "disk read when touched again (%s)",
+                        where);
+    else if (p->memory.swap_max == UINT64_MAX)
+        why = xasprintf("swap as the host allows, in a cgroup of its own (%s)", where);
+    else
+        why = xasprintf("at most %s bytes of its memory in swap, in a cgroup of its own (%s)", size,
+                        where);
+    struct plan_step *s = add_step(c->pl, STEP_CGROUP, why);
     free(where);
     s->u.cgroup.dir = xstrdup(cg->dir);
     s->u.cgroup.name = p->name;
@@ -980,7 +1018,8 @@ static void add_limit_steps(struct ctx *c)
         if (!l->set)
             continue;
         char *at = origin_str(l->at);
-        struct plan_step *s = add_step(c->pl, STEP_RLIMIT, xasprintf("%s (%s)", limit_fear(r), at));
+        struct plan_step *s =
+            add_step(c->pl, STEP_RLIMIT, xasprintf("%s (%s)", limit_reason(r), at));
         free(at);
         s->u.rlimit.resource = r;
         s->u.rlimit.soft = l->soft;
@@ -988,12 +1027,16 @@ static void add_limit_steps(struct ctx *c)
     }
     if (c->p->memory.oom_set) {
         char *at = origin_str(c->p->memory.oom_at);
+        int adj = c->p->memory.oom_score_adj;
         struct plan_step *s =
             add_step(c->pl, STEP_OOM_SCORE_ADJ,
                      xasprintf("%s (%s)",
-                               c->p->memory.oom_score_adj < 0
-                                   ? "the OOM killer should pick something else first"
-                                   : "this service should go first when memory runs out",
+                               adj <= -1000 ? "the OOM killer never picks it"
+                               : adj < 0    ? "the OOM killer picks other processes before it"
+                               : adj == 0   ? "the OOM killer weighs it by its memory alone, "
+                                              "as by default"
+                               : adj < 1000 ? "the OOM killer picks it before other processes"
+                                            : "the OOM killer picks it first",
                                at));
         free(at);
         s->u.oom_score_adj = c->p->memory.oom_score_adj;
@@ -1003,34 +1046,42 @@ static void add_limit_steps(struct ctx *c)
 static void add_placement_steps(struct ctx *c)
 {
     struct plan *pl = c->pl;
-    static const char *const fear[] = {
-        [PLAN_MPOL_LOCAL] = "first touch on the local node",
-        [PLAN_MPOL_BIND] = "remote NUMA memory: ~80 ns local becomes ~140 ns remote",
-        [PLAN_MPOL_PREFERRED] = "remote memory, without the OOM risk of a strict bind",
-        [PLAN_MPOL_PREFERRED_MANY] = "remote memory, without the OOM risk of a strict bind",
-        [PLAN_MPOL_INTERLEAVE] = "one node's memory bandwidth or size running out",
+    static const char *const reason[] = {
+        [PLAN_MPOL_LOCAL] = "each page on the node of the CPU that first touches it",
+        [PLAN_MPOL_BIND] = "no remote NUMA memory: every page from its own nodes, even when "
+                           "they run short",
+        [PLAN_MPOL_PREFERRED] = "remote NUMA memory only once its own node is full, without "
+                                "the OOM risk of a strict bind",
+        [PLAN_MPOL_PREFERRED_MANY] = "remote NUMA memory only once its own nodes are full, "
+                                     "without the OOM risk of a strict bind",
+        [PLAN_MPOL_INTERLEAVE] = "one node's memory bandwidth or size running out: pages spread "
+                                 "over the nodes in turn",
     };
-    struct plan_step *s = add_step(pl, STEP_MEMPOLICY, xasprintf("%s", fear[pl->mpol]));
+    struct plan_step *s = add_step(pl, STEP_MEMPOLICY, xasprintf("%s", reason[pl->mpol]));
     s->u.mempolicy.mode = pl->mpol;
     s->u.mempolicy.nodes = hwloc_bitmap_dup(pl->mem_nodes);
     if (pl->mpol == PLAN_MPOL_LOCAL)
         hwloc_bitmap_zero(s->u.mempolicy.nodes);
 
     s = add_step(pl, STEP_AFFINITY,
-                 xasprintf("CPUs next to the service's memory, not shared by chance"));
+                 c->p->placement.cpus == CPUS_ALL
+                     ? xasprintf("its threads run on every CPU it may use (cpus = all), and "
+                                 "no other")
+                     : xasprintf("its threads stay on the CPUs chosen for it, next to its "
+                                 "memory, not wherever the scheduler moves them"));
     s->u.cpus = hwloc_bitmap_dup(pl->cpus);
 
     switch (c->p->memory.thp) {
     case THP_MADVISE:
         s = add_step(pl, STEP_THP,
-                     xasprintf("2 MiB page faults stall latency unless the service asks "
-                               "(madvise) for huge pages"));
+                     xasprintf("huge pages only where the service asks for them (madvise): no "
+                               "2 MiB fault or compaction stall in memory that did not ask"));
         s->u.thp = THP_MADVISE;
         break;
     case THP_NEVER:
         s = add_step(pl, STEP_THP,
-                     xasprintf("fork copies whole huge pages: latency spikes and memory "
-                               "blow-up in snapshots"));
+                     xasprintf("no transparent huge pages: no 2 MiB fault or compaction stall, "
+                               "and copy-on-write after a fork copies 4 KiB pages, not 2 MiB"));
         s->u.thp = THP_NEVER;
         break;
     case THP_SYSTEM:

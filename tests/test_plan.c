@@ -610,6 +610,73 @@ static const struct plan_step *find_step(const struct plan *pl, enum step_type t
     return NULL;
 }
 
+/* Another service's fear in a step's reason: the planner must not assume which service it is. */
+static void assert_no_service_words(const struct plan *pl, const char *label)
+{
+    static const char *const words[] = {"MySQL", "Redis", "nginx",    "Java",       "buffer pool",
+                                        "quer",  "table", "snapshot", "connection", "80 ns"};
+    for (size_t i = 0; i < pl->nsteps; i++) {
+        /* the reason without its origin, "(profiles/nginx.ini:33)" */
+        char why[1024];
+        snprintf(why, sizeof(why), "%s", pl->steps[i].why);
+        char *origin = strrchr(why, '(');
+        if (origin && strstr(origin, ".ini:"))
+            *origin = '\0';
+        for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++)
+            if (strstr(why, words[w]))
+                fail_msg("%s: step %zu's reason names '%s': %s", label, i, words[w],
+                         pl->steps[i].why);
+    }
+}
+
+/*
+ * A step's reason says what the setting does, true of any service, and cites
+ * the file and line that set it, where the profile's comment says why this
+ * service needs it.
+ */
+static void test_reasons_fit_any_profile(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("synthetic:pack:2 numa:1 core:2 pu:1");
+    struct cgroup v1 = {.mode = CG_HYBRID, .owner = CG_OWN_HOST, .dir = "/sys/fs/cgroup/memory/x"};
+    struct cgroup v2 = {
+        .mode = CG_UNIFIED, .v2 = true, .owner = CG_OWN_HOST, .dir = "/sys/fs/cgroup/x"};
+    const struct cgroup *cgs[] = {&v1, &v2};
+    struct err e;
+    struct plan pl;
+    for (size_t i = 0; i < sizeof(shipped) / sizeof(shipped[0]); i++)
+        for (size_t k = 0; k < 2; k++) {
+            struct profile p = load_profile(shipped[i], NULL);
+            struct plan_input in = {&p, &t, NULL, false, NULL, 0, NULL, cgs[k], NULL};
+            assert_true(plan_build(&pl, &in, &e));
+            assert_no_service_words(&pl, shipped[i]);
+            plan_free(&pl);
+            profile_free(&p);
+        }
+
+    /* a service none of the shipped profiles is: each reason fits its values */
+    struct profile p = profile_text("[placement]\nmemory = bind\n[memory]\nthp = never\n"
+                                    "oom_score_adj = 0\nswappiness = 10\n[limits]\n"
+                                    "nofile = 4096\n");
+    struct plan_input in = {&p, &t, NULL, false, NULL, 0, NULL, &v1, NULL};
+    assert_true(plan_build(&pl, &in, &e));
+    assert_no_service_words(&pl, "test.ini");
+    const struct plan_step *s = find_step(&pl, STEP_RLIMIT);
+    assert_non_null(strstr(s->why, "descriptor"));
+    assert_non_null(strstr(s->why, "(test.ini:8)"));
+    s = find_step(&pl, STEP_OOM_SCORE_ADJ);
+    assert_non_null(strstr(s->why, "as by default"));
+    assert_non_null(strstr(s->why, "(test.ini:5)"));
+    s = find_step(&pl, STEP_CGROUP);
+    assert_non_null(s);
+    assert_non_null(strstr(s->why, "swappiness 10"));
+    assert_non_null(strstr(s->why, "(test.ini:6)"));
+    assert_non_null(strstr(find_step(&pl, STEP_MEMPOLICY)->why, "no remote NUMA memory"));
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&t);
+}
+
 static void test_swap_policy(void **state)
 {
     (void)state;
@@ -901,6 +968,7 @@ int main(void)
         cmocka_unit_test(test_thp_and_limit_steps),
         cmocka_unit_test(test_claims),
         cmocka_unit_test(test_swap_policy),
+        cmocka_unit_test(test_reasons_fit_any_profile),
     };
     return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
 }
