@@ -12,8 +12,11 @@
  *   4. memory: each chosen node's own memory, or for a memoryless node the
  *      nearest node with memory; then the policy, `auto` deciding between
  *      bind, preferred-many and interleave by the expected size.
- *   5. steps: rlimits, oom score, memory policy, affinity, THP, environment
- *      (MALLOC_ARENA_MAX and the JVM's options derived from the placement).
+ *   5. steps, in the order they are applied: rlimits, oom score, memory
+ *      policy, affinity, THP, environment (MALLOC_ARENA_MAX and the JVM's
+ *      options derived from the placement), then the swap policy's cgroup,
+ *      which main enters last, after running shared pools have yielded
+ *      their CPUs and just before it drops privileges and executes.
  */
 #include "plan.h"
 #include "util.h"
@@ -1325,10 +1328,10 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
         add_shrinks(&c);
         settle_nodes(&c);
     }
-    add_swap_steps(&c, in->cgroup);
     add_limit_steps(&c);
     add_placement_steps(&c);
     add_env_steps(&c, in->environ);
+    add_swap_steps(&c, in->cgroup); /* entered last: see apply_cgroup_step() */
 
     for (size_t i = 0; i < t->nnodes; i++)
         hwloc_bitmap_free(c.node_cand[i]);

@@ -148,7 +148,7 @@ static void check_invariants(const struct profile *p, const struct topo *t, cons
     if (pl->mpol != PLAN_MPOL_LOCAL && hwloc_bitmap_iszero(pl->mem_nodes))
         fail_msg("%s: policy %s with no nodes", label, plan_mpol_name(pl->mpol));
 
-    /* steps come in apply order */
+    /* steps come in apply order (enum step_type's), so a cgroup step is last */
     for (size_t i = 1; i < pl->nsteps; i++)
         if (pl->steps[i].type < pl->steps[i - 1].type)
             fail_msg("%s: step %zu out of order", label, i);
@@ -688,12 +688,14 @@ static void test_swap_policy(void **state)
     struct err e;
     struct plan pl;
 
-    /* v1: memory.swappiness, first of all steps */
+    /* v1: memory.swappiness, the last step, as it is the last applied (apply_cgroup_step) */
     struct plan_input in = {&mysql, &t, NULL, false, NULL, 0, NULL, &v1, NULL};
     assert_true(plan_build(&pl, &in, &e));
-    assert_int_equal(pl.steps[0].type, STEP_CGROUP);
-    assert_int_equal(pl.steps[0].u.cgroup.swappiness, 1);
-    assert_false(pl.steps[0].u.cgroup.set_swap_max);
+    const struct plan_step *last = &pl.steps[pl.nsteps - 1];
+    assert_int_equal(last->type, STEP_CGROUP);
+    assert_int_equal(last->u.cgroup.swappiness, 1);
+    assert_false(last->u.cgroup.set_swap_max);
+    check_invariants(&mysql, &t, &pl, "mysql, cgroup v1");
     assert_false(pl.degraded);
     plan_free(&pl);
     /* v2: no per-cgroup swappiness for mysql: said (the host's sysctl), nothing made, and
@@ -738,6 +740,7 @@ static void test_swap_policy(void **state)
     assert_true(plan_build(&pl, &in, &e));
     const struct plan_step *s = find_step(&pl, STEP_CGROUP);
     assert_non_null(s);
+    assert_ptr_equal(s, &pl.steps[pl.nsteps - 1]);
     assert_true(s->u.cgroup.set_swap_max);
     assert_int_equal(s->u.cgroup.swap_max, 0);
     assert_int_equal(s->u.cgroup.swappiness, -1);
