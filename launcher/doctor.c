@@ -9,6 +9,7 @@
  * shaped like another host's /proc and /sys is audited the same way.
  */
 #include "doctor.h"
+#include "cgroup.h"
 #include "report.h"
 #include "util.h"
 
@@ -642,84 +643,25 @@ static void check_files(struct doc *d)
 
 /* ---- container: the cgroup's limits, and capabilities ---------------------- */
 
-/*
- * The directory (under the root) of cgroup `path` in the hierarchy of a v1
- * controller (`option`) or cgroup2 (NULL), through mountinfo: a container's
- * mount may show a subtree (root /docker/ID) at /sys/fs/cgroup/memory.
- * Falls back on the usual mount point.
- */
-static void cg_dir(const struct doc *d, const char *option, const char *fallback, const char *path,
-                   char *out, size_t n)
-{
-    char full[4096], *line = NULL;
-    size_t cap = 0;
-    snprintf(full, sizeof(full), "%s/proc/self/mountinfo",
-             strcmp(d->root, "/") == 0 ? "" : d->root);
-    snprintf(out, n, "%s%s", fallback, strcmp(path, "/") == 0 ? "" : path);
-    FILE *f = fopen(full, "re");
-    while (f && getline(&line, &cap, f) > 0) {
-        char r[4096], pt[4096], fstype[64], super[512] = "", *sep = strstr(line, " - ");
-        if (sep == NULL || sscanf(line, "%*s %*s %*s %4095s %4095s", r, pt) != 2 ||
-            sscanf(sep + 3, "%63s %*s %511s", fstype, super) < 1)
-            continue;
-        if (option ? strcmp(fstype, "cgroup") != 0 || !strstr(super, option)
-                   : strcmp(fstype, "cgroup2") != 0)
-            continue;
-        mountinfo_unescape(r);
-        mountinfo_unescape(pt);
-        size_t rl = strlen(r);
-        if (strcmp(r, "/") == 0)
-            snprintf(out, n, "%.1000s%.1000s", pt, strcmp(path, "/") == 0 ? "" : path);
-        else if (strncmp(path, r, rl) == 0 && (path[rl] == '/' || path[rl] == '\0'))
-            snprintf(out, n, "%.1000s%.1000s", pt, path + rl);
-    }
-    free(line);
-    if (f)
-        fclose(f);
-}
-
 static void check_container(struct doc *d)
 {
-    char text[8192], path[4096], v[256], v2[256];
-    bool unified = false;
-    char *cg_v2 = NULL, *cg_mem = NULL, *cg_cpu = NULL, *cg_cpuset = NULL;
-    char full[4096];
-    snprintf(full, sizeof(full), "%s/proc/self/cgroup", strcmp(d->root, "/") == 0 ? "" : d->root);
-    FILE *f = fopen(full, "re");
-    while (f && fgets(text, sizeof(text), f)) {
-        text[strcspn(text, "\n")] = '\0';
-        char *a = strchr(text, ':'), *b = a ? strchr(a + 1, ':') : NULL;
-        if (b == NULL)
-            continue;
-        *b = '\0';
-        if (a[1] == '\0')
-            cg_v2 = xstrdup(b + 1);
-        else if (strstr(a + 1, "memory"))
-            cg_mem = xstrdup(b + 1);
-        else if (strstr(a + 1, "cpu,") || strcmp(a + 1, "cpu") == 0 || strstr(a + 1, "cpuacct"))
-            cg_cpu = cg_cpu ? cg_cpu : xstrdup(b + 1);
-        if (a[1] && strstr(a + 1, "cpuset"))
-            cg_cpuset = xstrdup(b + 1);
-    }
-    if (f)
-        fclose(f);
-    snprintf(path, sizeof(path), "/sys/fs/cgroup/cgroup.controllers");
-    unified = rd(d, path, v, sizeof(v)) && cg_mem == NULL;
-    if (unified && cg_v2) {
-        char p[2048];
-        cg_dir(d, NULL, "", cg_v2, p, sizeof(p));
-        if (strncmp(p, "/sys/fs/cgroup", 14) == 0)
-            memmove(p, p + 14, strlen(p + 14) + 1); /* the paths below add it back */
+    char text[8192], path[4096], v[256], v2[256], full[4096];
+    FILE *f;
+    /* cgroup.c's lookup, under the root: the hierarchy's mount, the process's path in it */
+    char *cg_path = NULL, *mem = cgroup_dir_under(d->root, "memory", &cg_path), *dir = NULL;
+    if (mem == NULL && cg_path == NULL) /* no v1 memory hierarchy: cgroup2's */
+        dir = cgroup_dir_under(d->root, NULL, &cg_path);
+    if (dir) {
         char high[64] = "(none)";
-        snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.high", p);
+        snprintf(path, sizeof(path), "%s/memory.high", dir);
         rd(d, path, high, sizeof(high));
-        snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", p);
-        bool mem = rd(d, path, v, sizeof(v));
-        snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max", p);
+        snprintf(path, sizeof(path), "%s/memory.max", dir);
+        bool lim = rd(d, path, v, sizeof(v));
+        snprintf(path, sizeof(path), "%s/cpu.max", dir);
         bool cpu = rd(d, path, v2, sizeof(v2));
         add(d, "container", "cgroup.memory", SEV_INFO,
-            fmt("cgroup v2 %s: memory.max %s, memory.high %s", cg_v2, mem ? v : "(none)", high),
-            mem && strcmp(v, "max") != 0
+            fmt("cgroup v2 %s: memory.max %s, memory.high %s", cg_path, lim ? v : "(none)", high),
+            lim && strcmp(v, "max") != 0
                 ? fmt("%s's memory must fit it (for java, tunerun caps MaxRAM to it)", who(d))
                 : NULL,
             NULL, NULL);
@@ -729,45 +671,55 @@ static void check_container(struct doc *d)
                       "to it, not to the host's CPUs")
                 : NULL,
             NULL, NULL);
-        snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpuset.cpus.effective", p);
+        snprintf(path, sizeof(path), "%s/cpuset.cpus.effective", dir);
         if (rd(d, path, v, sizeof(v)))
             add(d, "container", "cgroup.cpuset", SEV_INFO, fmt("cpuset.cpus.effective %s", v), NULL,
                 NULL, NULL);
-    } else if (cg_mem) {
-        char p[2048], cp[2048], cs[2048];
+    } else if (mem) {
         long long lim;
-        cg_dir(d, "memory", "/sys/fs/cgroup/memory", cg_mem, p, sizeof(p));
-        snprintf(path, sizeof(path), "%s/memory.limit_in_bytes", p);
-        bool mem = rd_long(d, path, &lim) && lim < (1LL << 60);
+        snprintf(path, sizeof(path), "%s/memory.limit_in_bytes", mem);
+        bool limited = rd_long(d, path, &lim) && lim < (1LL << 60);
         char limit[32] = "(none)";
-        if (mem)
+        if (limited)
             snprintf(limit, sizeof(limit), "%lld", lim);
         add(d, "container", "cgroup.memory", SEV_INFO,
-            fmt("cgroup v1 %s: memory.limit_in_bytes %s", cg_mem, limit), NULL, NULL, NULL);
-        long long quota, period;
-        cg_dir(d, "cpu,", "/sys/fs/cgroup/cpu,cpuacct", cg_cpu ? cg_cpu : "/", cp, sizeof(cp));
-        snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", cp);
-        bool q = rd_long(d, path, &quota);
-        snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", cp);
-        if (!rd_long(d, path, &period))
-            period = 100000;
+            fmt("cgroup v1 %s: memory.limit_in_bytes %s", cg_path, limit), NULL, NULL, NULL);
+        char *cpu = cgroup_dir_under(d->root, "cpu", NULL);
+        long long quota = 0, period;
+        bool q = false;
+        if (cpu) {
+            snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", cpu);
+            q = rd_long(d, path, &quota);
+            snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", cpu);
+            if (!rd_long(d, path, &period))
+                period = 100000;
+        }
         char quota_s[64] = "(none)";
-        if (q && quota > 0)
+        if (cpu == NULL)
+            snprintf(quota_s, sizeof(quota_s), "unknown: no cpu hierarchy mounted for it");
+        else if (q && quota > 0)
             snprintf(quota_s, sizeof(quota_s), "%lld/%lld us", quota, period);
         add(d, "container", "cgroup.cpu", SEV_INFO, fmt("cpu quota %s", quota_s), NULL, NULL, NULL);
-        cg_dir(d, "cpuset", "/sys/fs/cgroup/cpuset", cg_cpuset ? cg_cpuset : "/", cs, sizeof(cs));
-        snprintf(path, sizeof(path), "%s/cpuset.cpus", cs);
-        if (rd(d, path, v, sizeof(v)))
+        free(cpu);
+        char *cpuset = cgroup_dir_under(d->root, "cpuset", NULL);
+        snprintf(path, sizeof(path), "%s/cpuset.cpus", cpuset ? cpuset : "");
+        if (cpuset && rd(d, path, v, sizeof(v)))
             add(d, "container", "cgroup.cpuset", SEV_INFO, fmt("cpuset.cpus %s", v), NULL, NULL,
                 NULL);
+        free(cpuset);
+    } else if (cg_path) {
+        add(d, "container", "cgroup.memory", SEV_INFO,
+            fmt("its cgroup %s is under no mount of its memory hierarchy (not mounted, or a "
+                "cgroup namespace made after the mount)",
+                cg_path),
+            NULL, NULL, NULL);
     } else {
         add(d, "container", "cgroup.memory", SEV_INFO, fmt("no memory cgroup found"), NULL, NULL,
             NULL);
     }
-    free(cg_v2);
-    free(cg_mem);
-    free(cg_cpu);
-    free(cg_cpuset);
+    free(mem);
+    free(dir);
+    free(cg_path);
 
     /* capabilities: this process's (libcap), or a fixture's CapEff under a root */
     unsigned long long eff = 0;
