@@ -105,15 +105,38 @@ static const char *bracketed(const char *text, char *buf, size_t n)
     return buf;
 }
 
-/* What the profile fears, by what it says and sets: never by its file's name. */
-static bool fears(const struct doc *d, const char *word)
-{
-    return d->p && d->p->fears && strstr(d->p->fears, word) != NULL;
-}
+/*
+ * Which checks a profile gets, by what it sets: never by its file's name,
+ * nor by the words of its free-text `fears`, whose rewording must not change
+ * the audit. tunerun(1) lists these under doctor.
+ */
 
+/* A swap policy of its own (swappiness or swap_max): the host's vm.swappiness matters. */
 static bool swap_sensitive(const struct doc *d)
 {
     return d->p && (d->p->memory.swappiness >= 0 || d->p->memory.swap_max_set);
+}
+
+/*
+ * THP off and no swap at all: what a service sets that forks its whole
+ * memory to save it (redis's BGSAVE: each copy-on-write fault would copy a
+ * huge page, and the fork doubles what can swap). Such a fork needs
+ * vm.overcommit_memory = 1.
+ */
+static bool forks_to_save(const struct doc *d)
+{
+    return d->p && d->p->memory.thp == THP_NEVER &&
+           ((d->p->memory.swap_max_set && d->p->memory.swap_max == 0) ||
+            d->p->memory.swappiness == 0);
+}
+
+#define NOFILE_USUAL 1024 /* the soft nofile limit a service gets unless told otherwise */
+
+/* nofile raised above the usual 1024: a server of many connections, each a descriptor. */
+static bool many_connections(const struct doc *d)
+{
+    const struct profile_limit *l = d->p ? &d->p->limits[RLIMIT_NOFILE] : NULL;
+    return l && l->set && l->soft > NOFILE_USUAL;
 }
 
 /* The first of `choices` the list in a /sys file offers ("noop deadline [cfq]"), or NULL. */
@@ -339,9 +362,10 @@ static void check_memory(struct doc *d)
                       "all); 1 still keeps memory in RAM but lets the kernel breathe");
         } else if (sw > 10 && swap_sensitive(d)) {
             s = SEV_WARN;
-            why = fmt("%lld swaps %s's hot memory out under pressure: a buffer pool page or a key "
-                      "read from swap costs milliseconds (on cgroup v1 tunerun sets the service's "
-                      "own where it may write its cgroup: see tunerun plan)",
+            why = fmt("%lld lets reclaim swap %s's memory out early under pressure, and a page "
+                      "read back from swap costs a disk read; its profile sets a swap policy of "
+                      "its own (on cgroup v1 tunerun sets it for the service where it may write "
+                      "its cgroup: see tunerun plan)",
                       sw, who(d));
         }
         bool fix = s == SEV_WARN;
@@ -353,17 +377,19 @@ static void check_memory(struct doc *d)
     }
     long long oc;
     if (rd_long(d, "/proc/sys/vm/overcommit_memory", &oc)) {
-        bool redis = fears(d, "fork"); /* a fork to snapshot: redis's BGSAVE */
-        enum severity s = redis && oc != 1 ? SEV_WARN : (!redis && oc == 2 ? SEV_INFO : SEV_OK);
+        bool forks = forks_to_save(d);
+        enum severity s = forks && oc != 1 ? SEV_WARN : (!forks && oc == 2 ? SEV_INFO : SEV_OK);
         add(d, "memory", "vm.overcommit_memory", s, fmt("vm.overcommit_memory = %lld", oc),
-            redis && oc != 1 ? fmt("%s forks to save; without overcommit the fork of a big "
-                                   "instance fails with ENOMEM and the snapshot with it",
-                                   who(d))
+            forks && oc != 1
+                ? fmt("%s's profile turns THP off and allows no swap, as a service that forks "
+                      "its whole memory to save it does: without overcommit that fork can fail "
+                      "with ENOMEM, and the save with it",
+                      who(d))
             : s ? fmt("2 (strict) refuses allocations beyond the commit limit: fine only if "
                       "sized for")
                 : NULL,
-            redis && oc != 1 ? fmt("sysctl -w vm.overcommit_memory=1") : NULL,
-            redis && oc != 1 ? fmt("vm.overcommit_memory = 1 in /etc/sysctl.d/90-tunerun.conf")
+            forks && oc != 1 ? fmt("sysctl -w vm.overcommit_memory=1") : NULL,
+            forks && oc != 1 ? fmt("vm.overcommit_memory = 1 in /etc/sysctl.d/90-tunerun.conf")
                              : NULL);
     }
     long long ratio, bg;
@@ -377,8 +403,13 @@ static void check_memory(struct doc *d)
         if (rd_long(d, "/proc/sys/vm/dirty_bytes", &bytes) && bytes > 0)
             dirty_mb = bytes >> 20; /* set in bytes, the ratios read 0 */
         bool bad = bytes > 0 ? bytes > (1LL << 30) : (ratio > 10 || bg > 5);
-        /* a spinning disk absorbs big flushes better than it does many small ones */
-        enum severity sev = !bad ? SEV_OK : fears(d, "IO") && !d->spinning ? SEV_WARN : SEV_INFO;
+        /*
+         * A warning for a service whose data directory was named (its writes
+         * flush there), on a disk that does not spin: a spinning one absorbs
+         * big flushes better than it does many small ones.
+         */
+        bool writes = d->p && d->data_dir && d->disk[0];
+        enum severity sev = !bad ? SEV_OK : writes && !d->spinning ? SEV_WARN : SEV_INFO;
         char on[96] = "";
         if (d->disk[0])
             snprintf(on, sizeof(on), " onto %s (%s)", d->disk,
@@ -596,18 +627,19 @@ static void check_io(struct doc *d)
 static void check_files(struct doc *d)
 {
     long long somax;
-    bool listens = fears(d, "connection");
+    bool listens = many_connections(d);
     if (rd_long(d, "/proc/sys/net/core/somaxconn", &somax)) {
         long long backlog = 511; /* nginx's listen, redis's tcp-backlog: the usual server's */
         bool bad = listens && somax < backlog;
         char asks[128] = "";
         if (listens)
-            snprintf(asks, sizeof(asks), " (%s asks for a backlog of %lld)", who(d), backlog);
+            snprintf(asks, sizeof(asks), " (a server's listen backlog is usually %lld)", backlog);
         add(d, "files", "net.somaxconn", bad ? SEV_WARN : SEV_OK,
             fmt("net.core.somaxconn = %lld%s", somax, asks),
-            bad ? fmt("the kernel cuts the listen backlog to %lld: bursts of connections are "
+            bad ? fmt("%s's profile raises nofile to %llu, so it expects many connections; the "
+                      "kernel cuts every listen backlog to %lld: bursts of connections are "
                       "dropped or retried after a second",
-                      somax)
+                      who(d), (unsigned long long)d->p->limits[RLIMIT_NOFILE].soft, somax)
                 : NULL,
             bad ? fmt("sysctl -w net.core.somaxconn=4096") : NULL,
             bad ? fmt("net.core.somaxconn = 4096 in /etc/sysctl.d/90-tunerun.conf") : NULL);
