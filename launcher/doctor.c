@@ -868,9 +868,60 @@ static void print_json(FILE *out, const struct doc *d, enum severity worst)
     fprintf(out, "\n]}\n");
 }
 
+/* Whether path is a directory; else why not, in why. */
+static bool is_dir(const char *path, char *why, size_t n)
+{
+    struct stat st;
+    if (stat(path, &st) < 0)
+        snprintf(why, n, "%s", strerror(errno));
+    else if (!S_ISDIR(st.st_mode))
+        snprintf(why, n, "%s", strerror(ENOTDIR));
+    else
+        return true;
+    return false;
+}
+
+/*
+ * A --root or --data-dir that cannot be what it says is an error, never a
+ * quiet audit of nothing: a root must hold the proc/ and sys/ it is read
+ * from, and a data directory must be one (on this host; under another root,
+ * which holds no filesystem but /proc and /sys, an absolute path of that
+ * host, found through its mountinfo).
+ */
+static bool usable(const char *root, const char *data_dir)
+{
+    char why[256], sub[4096];
+    if (root && !is_dir(root, why, sizeof(why))) {
+        log_error("--root %s: %s", root, why);
+        return false;
+    }
+    for (const char *const *s = (const char *const[]){"proc", "sys", NULL}; root && *s; s++) {
+        snprintf(sub, sizeof(sub), "%s/%s", root, *s);
+        if (!is_dir(sub, why, sizeof(why))) {
+            log_error("--root %s: no %s/ under it to audit (%s): give a copy of a host's /proc "
+                      "and /sys",
+                      root, *s, why);
+            return false;
+        }
+    }
+    bool here = root == NULL || strcmp(root, "/") == 0;
+    if (data_dir && here && !is_dir(data_dir, why, sizeof(why))) {
+        log_error("--data-dir %s: %s", data_dir, why);
+        return false;
+    }
+    if (data_dir && !here && data_dir[0] != '/') {
+        log_error("--data-dir %s: under --root it is a path of that host, and must be absolute",
+                  data_dir);
+        return false;
+    }
+    return true;
+}
+
 int doctor_run(FILE *out, const char *root, const struct profile *p, const char *data_dir,
                bool json)
 {
+    if (!usable(root, data_dir))
+        return DOCTOR_EXIT_UNUSABLE;
     struct doc d = {.root = root ? root : "/", .p = p, .data_dir = data_dir};
     check_cpu(&d);
     check_numa(&d);
