@@ -184,13 +184,14 @@ static void check_cpu(struct doc *d)
                rd(d, "/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver", path, sizeof(path)) &&
                strcmp(path, "intel_pstate") == 0) {
         add(d, "cpu", "cpu.governor", SEV_INFO,
-            fmt("%d of %d CPUs: powersave under intel_pstate", slow, n),
+            fmt("%d of %d CPU%s: powersave under intel_pstate", slow, n, n == 1 ? "" : "s"),
             fmt("intel_pstate's powersave still scales with load (not the old fixed-low "
                 "governor); performance only removes the ramp-up"),
             NULL, NULL);
     } else if (slow) {
         add(d, "cpu", "cpu.governor", d->p ? SEV_WARN : SEV_INFO,
-            fmt("%d of %d CPUs run the powersave governor", slow, n),
+            fmt("%d of %d CPU%s run%s the powersave governor", slow, n, n == 1 ? "" : "s",
+                slow == 1 ? "s" : ""),
             fmt("powersave ramps the clock up late: every request of %s starts slow, and its "
                 "latency pays for it",
                 who(d)),
@@ -199,7 +200,8 @@ static void check_cpu(struct doc *d)
                 "(Debian), or CPUPOWER_START_OPTS=\"frequency-set -g performance\" in "
                 "/etc/sysconfig/cpupower (RHEL, CentOS)"));
     } else {
-        add(d, "cpu", "cpu.governor", SEV_OK, fmt("%s on %d CPUs", first, n), NULL, NULL, NULL);
+        add(d, "cpu", "cpu.governor", SEV_OK, fmt("%s on %d CPU%s", first, n, n == 1 ? "" : "s"),
+            NULL, NULL, NULL);
     }
     long long cur, max;
     if (rd_long(d, "/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq", &cur) &&

@@ -110,6 +110,12 @@ static double gib(uint64_t bytes)
     return (double)bytes / (double)GIB;
 }
 
+/* "CPU 3" or "CPUs 0-3", as notes name a set. */
+static const char *cpus_word(hwloc_const_bitmap_t set)
+{
+    return hwloc_bitmap_weight(set) == 1 ? "CPU" : "CPUs";
+}
+
 /* ---- phase 2: nodes ------------------------------------------------------ */
 
 struct ctx {
@@ -284,13 +290,14 @@ static void note_claims(struct ctx *c, const struct plan_input *in)
         char *list = bitmap_list(held);
         if (hwloc_bitmap_isincluded(c->cand, held)) {
             note(c->pl, NOTE_WARN,
-                 "every candidate CPU is claimed exclusively by running services (CPUs %s); "
+                 "every candidate CPU is claimed exclusively by running services (%s %s); "
                  "sharing them",
-                 list);
+                 cpus_word(held), list);
         } else {
             hwloc_bitmap_andnot(c->cand, c->cand, held);
-            note(c->pl, NOTE_INFO,
-                 "CPUs %s are claimed exclusively by running services; not using them", list);
+            bool one = hwloc_bitmap_weight(held) == 1;
+            note(c->pl, NOTE_INFO, "%s %s %s claimed exclusively by running services; not using %s",
+                 cpus_word(held), list, one ? "is" : "are", one ? "it" : "them");
         }
         free(list);
     }
@@ -308,15 +315,16 @@ static void note_previous(struct ctx *c, const struct claim *prev)
     if (prev == NULL)
         return;
     char *list = bitmap_list(prev->cpus);
+    bool one = hwloc_bitmap_weight(prev->cpus) == 1;
     if (hwloc_bitmap_isincluded(prev->cpus, c->cand) &&
         !hwloc_bitmap_intersects(prev->cpus, c->shunned) && !hwloc_bitmap_iszero(prev->nodes)) {
         c->prev = prev;
-        note(c->pl, NOTE_INFO, "restarted: it ran on CPUs %s before, and they are free", list);
+        note(c->pl, NOTE_INFO, "restarted: it ran on %s %s before, and %s free",
+             cpus_word(prev->cpus), list, one ? "it is" : "they are");
     } else {
         note(c->pl, NOTE_INFO,
-             "restarted: it ran on CPUs %s before, but they are taken or gone now; placing it "
-             "afresh",
-             list);
+             "restarted: it ran on %s %s before, but %s taken or gone now; placing it afresh",
+             cpus_word(prev->cpus), list, one ? "it is" : "they are");
     }
     free(list);
 }
@@ -414,8 +422,8 @@ static void separate_by_cores(struct ctx *c)
         restrict_candidates(c, take);
     } else if (!hwloc_bitmap_iszero(rest)) {
         char *list = bitmap_list(rest);
-        note(c->pl, NOTE_INFO, "%s runs on these nodes too; keeping apart by cores: CPUs %s",
-             c->shunned_names, list);
+        note(c->pl, NOTE_INFO, "%s runs on these nodes too; keeping apart by cores: %s %s",
+             c->shunned_names, cpus_word(rest), list);
         free(list);
         restrict_candidates(c, rest);
     } else {
@@ -611,8 +619,8 @@ static void choose_cpus(struct ctx *c)
     if (want == 0)
         want = 1;
     if (want > have) {
-        note(pl, NOTE_WARN, "profile asks for %u CPUs but only %u are available; using %u", want,
-             have, have);
+        note(pl, NOTE_WARN, "profile asks for %u CPUs but only %u %s available; using %u", want,
+             have, have == 1 ? "is" : "are", have);
         want = have;
     }
 
@@ -682,8 +690,8 @@ static void add_shrinks(struct ctx *c)
             if (hwloc_bitmap_intersects(t->nodes[n].cpus, s->cpus))
                 hwloc_bitmap_set(s->nodes, t->nodes[n].os_index);
         char *gives = bitmap_list(s->gives), *keeps = bitmap_list(s->cpus);
-        note(pl, NOTE_INFO, "%s, a shared pool, yields CPUs %s to it and keeps CPUs %s", k->profile,
-             gives, keeps);
+        note(pl, NOTE_INFO, "%s, a shared pool, yields %s %s to it and keeps %s %s", k->profile,
+             cpus_word(s->gives), gives, cpus_word(s->cpus), keeps);
         free(gives);
         free(keeps);
     }
@@ -805,7 +813,9 @@ static void settle_nodes(struct ctx *c)
     if (c->p->placement.cpus != CPUS_ALL) {
         if (!same) {
             char *list = bitmap_list(cpu_nodes);
-            note(pl, NOTE_INFO, "nodes %s: only these hold the CPUs asked for", list);
+            note(pl, NOTE_INFO, "%s %s: only %s the CPUs asked for",
+                 hwloc_bitmap_weight(cpu_nodes) == 1 ? "node" : "nodes", list,
+                 hwloc_bitmap_weight(cpu_nodes) == 1 ? "it holds" : "these hold");
             free(list);
         }
         hwloc_bitmap_copy(pl->nodes, cpu_nodes);
@@ -1158,9 +1168,9 @@ static void add_arena_step(struct ctx *c)
          * serialising everyone (the seed: never 1). */
         int n = ncpus < 2 ? 2 : ncpus;
         add_env(c->pl, "MALLOC_ARENA_MAX", xasprintf("%d", n),
-                xasprintf("glibc sizes arenas from online CPUs, not the %d placed ones; "
+                xasprintf("glibc sizes arenas from online CPUs, not the %d placed %s; "
                           "fewer arenas, less fragmentation",
-                          ncpus));
+                          ncpus, ncpus == 1 ? "one" : "ones"));
         break;
     }
     }
@@ -1306,7 +1316,8 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     }
     if (!hwloc_bitmap_isequal(c.cand, t->cpus)) {
         char *aff = bitmap_list(c.cand);
-        note(pl, NOTE_INFO, "inherited affinity limits the candidates to CPUs %s", aff);
+        note(pl, NOTE_INFO, "inherited affinity limits the candidates to %s %s", cpus_word(c.cand),
+             aff);
         free(aff);
     }
     note_claims(&c, in);

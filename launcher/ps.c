@@ -26,6 +26,7 @@
 struct ps_thread {
     long tid;
     char *cpus; /* its affinity, as a list */
+    bool one;   /* of one CPU */
 };
 
 struct ps_proc {
@@ -87,7 +88,8 @@ static void look_at(struct ps_proc *pr, const struct claim *c)
         pr->nthreads++;
         if (!hwloc_bitmap_isincluded(cpus, c->cpus)) {
             pr->escaped = xrealloc(pr->escaped, (pr->nescaped + 1) * sizeof(*pr->escaped));
-            pr->escaped[pr->nescaped++] = (struct ps_thread){tids.v[i], bitmap_list(cpus)};
+            pr->escaped[pr->nescaped++] =
+                (struct ps_thread){tids.v[i], bitmap_list(cpus), hwloc_bitmap_weight(cpus) == 1};
         }
     }
     hwloc_bitmap_free(cpus);
@@ -183,8 +185,8 @@ static void print_text(FILE *f, const struct state_dir *sd, const struct ps_clai
                 fprintf(f, ", %lld pages on other nodes", pr->pages_elsewhere);
             fputc('\n', f);
             for (size_t t = 0; t < pr->nescaped; t++)
-                fprintf(f, "    ! thread %ld runs on CPUs %s\n", pr->escaped[t].tid,
-                        pr->escaped[t].cpus);
+                fprintf(f, "    ! thread %ld runs on CPU%s %s\n", pr->escaped[t].tid,
+                        pr->escaped[t].one ? "" : "s", pr->escaped[t].cpus);
         }
     }
 }

@@ -771,6 +771,43 @@ static void test_swap_policy(void **state)
     topo_free(&t);
 }
 
+static bool has_note(const struct plan *pl, const char *text)
+{
+    for (size_t i = 0; i < pl->nnotes; i++)
+        if (strstr(pl->notes[i].text, text))
+            return true;
+    return false;
+}
+
+/* One CPU is one CPU: the notes and reasons agree in number. */
+static void test_one_is_singular(void **state)
+{
+    (void)state;
+    struct topo one = load_topo("synthetic:pack:1 numa:1 core:1 pu:1");
+    const char *const three[] = {"placement.cpus=3", NULL};
+    struct profile p = load_profile("mysql", three);
+    struct plan pl = make_plan(&p, &one, NULL);
+    assert_true(has_note(&pl, "profile asks for 3 CPUs but only 1 is available; using 1"));
+    plan_free(&pl);
+    profile_free(&p);
+    p = load_profile("java", NULL);
+    pl = make_plan(&p, &one, NULL);
+    assert_non_null(strstr(find_env(&pl, "MALLOC_ARENA_MAX")->why, "not the 1 placed one;"));
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&one);
+
+    struct topo two = load_topo("synthetic:pack:1 numa:1 core:2 pu:1");
+    struct claim k = live("redis", "1", "0", true, NULL);
+    p = load_profile("redis", NULL);
+    pl = plan_with(&p, &two, &k, 1);
+    assert_true(has_note(&pl, "CPU 1 is claimed exclusively by running services; not using it"));
+    plan_free(&pl);
+    profile_free(&p);
+    claim_free(&k);
+    topo_free(&two);
+}
+
 static void test_claims(void **state)
 {
     (void)state;
@@ -972,6 +1009,7 @@ int main(void)
         cmocka_unit_test(test_claims),
         cmocka_unit_test(test_swap_policy),
         cmocka_unit_test(test_reasons_fit_any_profile),
+        cmocka_unit_test(test_one_is_singular),
     };
     return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
 }
