@@ -9,6 +9,7 @@
  * shaped like another host's /proc and /sys is audited the same way.
  */
 #include "doctor.h"
+#include "apply.h" /* apply_thp_bracketed(): the choice a sysfs file marks, "[madvise]" */
 #include "cgroup.h"
 #include "report.h"
 #include "util.h"
@@ -92,17 +93,6 @@ static bool rd_long(const struct doc *d, const char *path, long long *v)
         return false;
     *v = strtoll(buf, &end, 10);
     return end != buf;
-}
-
-/* "always [madvise] never" -> "madvise" */
-static const char *bracketed(const char *text, char *buf, size_t n)
-{
-    const char *a = strchr(text, '['), *b = a ? strchr(a, ']') : NULL;
-    if (a == NULL || b == NULL || (size_t)(b - a) >= n)
-        return NULL;
-    memcpy(buf, a + 1, (size_t)(b - a - 1));
-    buf[b - a - 1] = '\0';
-    return buf;
 }
 
 /*
@@ -285,7 +275,7 @@ static void check_memory(struct doc *d)
 {
     char buf[256], mode[32], rel[128] = "";
     const char *thp = rd(d, "/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof(buf))
-                          ? bracketed(buf, mode, sizeof(mode))
+                          ? apply_thp_bracketed(buf, mode, sizeof(mode))
                           : NULL;
     int major = 0, minor = 0;
     bool per_process = rd(d, "/proc/sys/kernel/osrelease", rel, sizeof(rel)) &&
@@ -318,7 +308,7 @@ static void check_memory(struct doc *d)
     }
     char dbuf[256], dmode[32];
     const char *defrag = rd(d, "/sys/kernel/mm/transparent_hugepage/defrag", dbuf, sizeof(dbuf))
-                             ? bracketed(dbuf, dmode, sizeof(dmode))
+                             ? apply_thp_bracketed(dbuf, dmode, sizeof(dmode))
                              : NULL;
     if (defrag) {
         bool bad = strcmp(defrag, "always") == 0;
@@ -598,7 +588,7 @@ static void check_io(struct doc *d)
     /* virtio disks say rotational = 1 whatever backs them: a cloud disk is no spinning head */
     bool virtio = strncmp(disk, "vd", 2) == 0 || strncmp(disk, "xvd", 3) == 0;
     bool rotational = !virtio && rd(d, path, rot, sizeof(rot)) && strcmp(rot, "1") == 0;
-    const char *s = bracketed(sched, mode, sizeof(mode));
+    const char *s = apply_thp_bracketed(sched, mode, sizeof(mode));
     if (s == NULL)
         s = sched;
     bool bad = !rotational && (strcmp(s, "cfq") == 0 || strcmp(s, "bfq") == 0);

@@ -191,14 +191,6 @@ static void print_text(FILE *f, const struct state_dir *sd, const struct ps_clai
     }
 }
 
-static void json_set(FILE *f, const char *key, hwloc_const_bitmap_t set)
-{
-    char *s = bitmap_list(set);
-    fprintf(f, "\"%s\": ", key);
-    json_string(f, hwloc_bitmap_iszero(set) ? "" : s);
-    free(s);
-}
-
 static void print_json(FILE *f, const struct state_dir *sd, const struct ps_claim *pcs, size_t n)
 {
     fprintf(f, "{\"state_dir\": ");
@@ -211,12 +203,12 @@ static void print_json(FILE *f, const struct state_dir *sd, const struct ps_clai
         json_string(f, c->profile);
         fprintf(f, ", \"file\": ");
         json_string(f, c->file);
-        fprintf(f, ", ");
-        json_set(f, "cpus", c->cpus);
-        fprintf(f, ", ");
-        json_set(f, "nodes", c->nodes);
-        fprintf(f, ", ");
-        json_set(f, "mem_nodes", c->mem_nodes);
+        fprintf(f, ", \"cpus\": ");
+        json_list(f, c->cpus);
+        fprintf(f, ", \"nodes\": ");
+        json_list(f, c->nodes);
+        fprintf(f, ", \"mem_nodes\": ");
+        json_list(f, c->mem_nodes);
         fprintf(f, ", \"mpol\": ");
         json_string(f, c->mpol ? c->mpol : "");
         fprintf(f, ", \"exclusive\": %s, \"pool\": %s, \"avoid\": [",

@@ -68,14 +68,14 @@ void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* A set in hwloc's list format; "" for an empty set in JSON. */
 void json_field(FILE *f, const char *lead, const char *s)
 {
     fputs(lead, f);
     json_string(f, s);
 }
 
-static void json_list(FILE *f, hwloc_const_bitmap_t set)
+/* A set in hwloc's list format; "" for an empty set in JSON. */
+void json_list(FILE *f, hwloc_const_bitmap_t set)
 {
     char *s = hwloc_bitmap_iszero(set) ? NULL : bitmap_list(set);
     json_string(f, s ? s : "");
