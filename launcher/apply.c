@@ -1,8 +1,11 @@
 /*
- * apply.c - plan -> syscalls, in DESIGN order, all while still privileged:
- * rlimits, oom_score_adj, memory policy, CPU affinity, THP, environment.
- * Each of these survives execve(), which is why tunerun can apply them to
- * itself and then become the service.
+ * apply.c - plan -> syscalls, in the plan's order (tunerun(1), "Applying"),
+ * all while still privileged: rlimits, oom_score_adj, memory policy, CPU
+ * affinity, THP, environment; then, once main has had running shared pools
+ * yield their CPUs, the swap policy's cgroup (apply_cgroup_step()). Main
+ * drops privileges after that and executes. Each of these survives
+ * execve(), which is why tunerun can apply them to itself and then become
+ * the service.
  */
 #include "apply.h"
 #include "procs.h"

@@ -30,7 +30,11 @@ void apply_cgroup_step(const struct plan *pl, struct step_result *results);
 
 const char *step_status_name(enum step_status s);
 
-/* Exported for tests: the mode shown in a THP "enabled" file ("[madvise]" -> "madvise"). */
+/*
+ * The choice a sysfs file marks among those it lists ("always [madvise]
+ * never" -> "madvise"), or NULL: the THP mode here, and doctor's THP files
+ * and block queue schedulers.
+ */
 const char *apply_thp_bracketed(const char *text, char *buf, size_t n);
 
 #endif

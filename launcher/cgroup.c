@@ -117,16 +117,18 @@ static bool next_line(const char **p, char *buf, size_t n)
 }
 
 /*
- * The mount of a hierarchy: cgroup2 (option NULL), or the v1 one with
- * `option` among its super options ("memory", "name=systemd"). Returns its
- * mount point and root (both freed by the caller) and whether it is
- * mounted read-only. The last such mount wins, as the newest hides older ones.
+ * The mount of a hierarchy in a mountinfo's text: cgroup2 (option NULL), or
+ * the v1 one with `option` among its super options, as a whole word
+ * ("memory", "cpu" but not "cpuset", "name=systemd"). Returns its mount
+ * point and root (both freed by the caller) and whether it is mounted
+ * read-only. The last such mount wins, as the newest hides older ones.
  */
-static bool find_mount(const char *option, char **point, char **root, bool *ro)
+static bool find_mount_in(const char *mountinfo, const char *option, char **point, char **root,
+                          bool *ro)
 {
     bool found = false;
     char buf[8192]; /* a longer line is an overlay's options, cut after what is read here */
-    for (const char *p = MOUNTINFO(); next_line(&p, buf, sizeof(buf));) {
+    for (const char *p = mountinfo; next_line(&p, buf, sizeof(buf));) {
         /* id parent maj:min root point opts [optional...] - fstype source superopts */
         char *f[6], *save = NULL, *sep = strstr(buf, " - ");
         if (sep == NULL)
@@ -155,13 +157,22 @@ static bool find_mount(const char *option, char **point, char **root, bool *ro)
     return found;
 }
 
-/* Our path in a hierarchy: the "0::" line (option NULL) or the v1 one listing `option`. */
-static char *own_path(const char *option)
+/* The same, in this process's mountinfo. */
+static bool find_mount(const char *option, char **point, char **root, bool *ro)
+{
+    return find_mount_in(MOUNTINFO(), option, point, root, ro);
+}
+
+/*
+ * A path in a hierarchy, from a /proc/PID/cgroup text: the "0::" line
+ * (option NULL) or the v1 one listing `option` as a whole word.
+ */
+static char *own_path_in(const char *cgroups, const char *option)
 {
     bool v2 = option == NULL;
     char line[4096];
     char *path = NULL;
-    for (const char *p = SELF_CGROUP(); path == NULL && next_line(&p, line, sizeof(line));) {
+    for (const char *p = cgroups; path == NULL && next_line(&p, line, sizeof(line));) {
         char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
         if (b == NULL)
             continue;
@@ -174,6 +185,12 @@ static char *own_path(const char *option)
         }
     }
     return path;
+}
+
+/* Our path in a hierarchy. */
+static char *own_path(const char *option)
+{
+    return own_path_in(SELF_CGROUP(), option);
 }
 
 static bool read_u64(const char *dir, const char *file, uint64_t *v, bool *max)
@@ -256,6 +273,32 @@ static char *dir_of(const char *point, const char *root, const char *path)
     if (strncmp(path, root, n) != 0 || (path[n] != '\0' && path[n] != '/'))
         return NULL;
     return xasprintf("%s%s", point, path + n);
+}
+
+char *cgroup_dir_under(const char *root, const char *option, char **path)
+{
+    bool here = root == NULL || strcmp(root, "/") == 0;
+    char *mountinfo = NULL, *cgroups = NULL, *point = NULL, *mroot = NULL, *dir = NULL;
+    if (!here) {
+        char *proc = xasprintf("%s/proc/self", root);
+        mountinfo = read_text(proc, "mountinfo", 16 << 20);
+        cgroups = read_text(proc, "cgroup", FILE_MAX);
+        free(proc);
+    }
+    const char *mi = here ? MOUNTINFO() : mountinfo, *cg = here ? SELF_CGROUP() : cgroups;
+    char *own = cg ? own_path_in(cg, option) : NULL;
+    bool ro;
+    if (own && mi && find_mount_in(mi, option, &point, &mroot, &ro))
+        dir = dir_of(point, mroot, own);
+    if (path)
+        *path = own;
+    else
+        free(own);
+    free(point);
+    free(mroot);
+    free(mountinfo);
+    free(cgroups);
+    return dir;
 }
 
 /* Whether this process is in dir: written nowhere else. */

@@ -71,6 +71,22 @@ static inline bool cgroup_writable(const struct cgroup *cg)
  */
 void cgroup_cpuset(char **cpus, char **mems);
 
+/*
+ * The directory of a process's cgroup in one hierarchy, as the system under
+ * `root` shows it ("/" or NULL: this process on this system; otherwise a
+ * copy of another host's /proc and /sys, as doctor audits): cgroup2's
+ * (option NULL), or the v1 hierarchy with `option` among its mount's
+ * options as a whole word ("cpu" matches "cpu,cpuacct" and a lone "cpu",
+ * never "cpuset"). The path comes from root's /proc/self/cgroup and the
+ * mount from root's /proc/self/mountinfo, the last one winning, as above.
+ * The directory is the system's own name for it, not prefixed with root;
+ * NULL when the process has no cgroup in that hierarchy, the hierarchy is
+ * not mounted, or the cgroup is not under the mount's root (a cgroup
+ * namespace made after the mount). *path, unless path is NULL, gets the
+ * cgroup's path in the hierarchy, or NULL. Both are malloc()ed.
+ */
+char *cgroup_dir_under(const char *root, const char *option, char **path);
+
 const char *cgroup_mode_name(enum cg_mode m);
 
 /*

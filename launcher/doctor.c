@@ -9,6 +9,8 @@
  * shaped like another host's /proc and /sys is audited the same way.
  */
 #include "doctor.h"
+#include "apply.h" /* apply_thp_bracketed(): the choice a sysfs file marks, "[madvise]" */
+#include "cgroup.h"
 #include "report.h"
 #include "util.h"
 
@@ -93,26 +95,38 @@ static bool rd_long(const struct doc *d, const char *path, long long *v)
     return end != buf;
 }
 
-/* "always [madvise] never" -> "madvise" */
-static const char *bracketed(const char *text, char *buf, size_t n)
-{
-    const char *a = strchr(text, '['), *b = a ? strchr(a, ']') : NULL;
-    if (a == NULL || b == NULL || (size_t)(b - a) >= n)
-        return NULL;
-    memcpy(buf, a + 1, (size_t)(b - a - 1));
-    buf[b - a - 1] = '\0';
-    return buf;
-}
+/*
+ * Which checks a profile gets, by what it sets: never by its file's name,
+ * nor by the words of its free-text `fears`, whose rewording must not change
+ * the audit. tunerun(1) lists these under doctor.
+ */
 
-/* What the profile fears, by what it says and sets: never by its file's name. */
-static bool fears(const struct doc *d, const char *word)
-{
-    return d->p && d->p->fears && strstr(d->p->fears, word) != NULL;
-}
-
+/* A swap policy of its own (swappiness or swap_max): the host's vm.swappiness matters. */
 static bool swap_sensitive(const struct doc *d)
 {
     return d->p && (d->p->memory.swappiness >= 0 || d->p->memory.swap_max_set);
+}
+
+/*
+ * THP off and no swap at all: what a service sets that forks its whole
+ * memory to save it (redis's BGSAVE: each copy-on-write fault would copy a
+ * huge page, and the fork doubles what can swap). Such a fork needs
+ * vm.overcommit_memory = 1.
+ */
+static bool forks_to_save(const struct doc *d)
+{
+    return d->p && d->p->memory.thp == THP_NEVER &&
+           ((d->p->memory.swap_max_set && d->p->memory.swap_max == 0) ||
+            d->p->memory.swappiness == 0);
+}
+
+#define NOFILE_USUAL 1024 /* the soft nofile limit a service gets unless told otherwise */
+
+/* nofile raised above the usual 1024: a server of many connections, each a descriptor. */
+static bool many_connections(const struct doc *d)
+{
+    const struct profile_limit *l = d->p ? &d->p->limits[RLIMIT_NOFILE] : NULL;
+    return l && l->set && l->soft > NOFILE_USUAL;
 }
 
 /* The first of `choices` the list in a /sys file offers ("noop deadline [cfq]"), or NULL. */
@@ -160,13 +174,14 @@ static void check_cpu(struct doc *d)
                rd(d, "/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver", path, sizeof(path)) &&
                strcmp(path, "intel_pstate") == 0) {
         add(d, "cpu", "cpu.governor", SEV_INFO,
-            fmt("%d of %d CPUs: powersave under intel_pstate", slow, n),
+            fmt("%d of %d CPU%s: powersave under intel_pstate", slow, n, n == 1 ? "" : "s"),
             fmt("intel_pstate's powersave still scales with load (not the old fixed-low "
                 "governor); performance only removes the ramp-up"),
             NULL, NULL);
     } else if (slow) {
         add(d, "cpu", "cpu.governor", d->p ? SEV_WARN : SEV_INFO,
-            fmt("%d of %d CPUs run the powersave governor", slow, n),
+            fmt("%d of %d CPU%s run%s the powersave governor", slow, n, n == 1 ? "" : "s",
+                slow == 1 ? "s" : ""),
             fmt("powersave ramps the clock up late: every request of %s starts slow, and its "
                 "latency pays for it",
                 who(d)),
@@ -175,7 +190,8 @@ static void check_cpu(struct doc *d)
                 "(Debian), or CPUPOWER_START_OPTS=\"frequency-set -g performance\" in "
                 "/etc/sysconfig/cpupower (RHEL, CentOS)"));
     } else {
-        add(d, "cpu", "cpu.governor", SEV_OK, fmt("%s on %d CPUs", first, n), NULL, NULL, NULL);
+        add(d, "cpu", "cpu.governor", SEV_OK, fmt("%s on %d CPU%s", first, n, n == 1 ? "" : "s"),
+            NULL, NULL, NULL);
     }
     long long cur, max;
     if (rd_long(d, "/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq", &cur) &&
@@ -259,7 +275,7 @@ static void check_memory(struct doc *d)
 {
     char buf[256], mode[32], rel[128] = "";
     const char *thp = rd(d, "/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof(buf))
-                          ? bracketed(buf, mode, sizeof(mode))
+                          ? apply_thp_bracketed(buf, mode, sizeof(mode))
                           : NULL;
     int major = 0, minor = 0;
     bool per_process = rd(d, "/proc/sys/kernel/osrelease", rel, sizeof(rel)) &&
@@ -292,7 +308,7 @@ static void check_memory(struct doc *d)
     }
     char dbuf[256], dmode[32];
     const char *defrag = rd(d, "/sys/kernel/mm/transparent_hugepage/defrag", dbuf, sizeof(dbuf))
-                             ? bracketed(dbuf, dmode, sizeof(dmode))
+                             ? apply_thp_bracketed(dbuf, dmode, sizeof(dmode))
                              : NULL;
     if (defrag) {
         bool bad = strcmp(defrag, "always") == 0;
@@ -338,9 +354,10 @@ static void check_memory(struct doc *d)
                       "all); 1 still keeps memory in RAM but lets the kernel breathe");
         } else if (sw > 10 && swap_sensitive(d)) {
             s = SEV_WARN;
-            why = fmt("%lld swaps %s's hot memory out under pressure: a buffer pool page or a key "
-                      "read from swap costs milliseconds (on cgroup v1 tunerun sets the service's "
-                      "own where it may write its cgroup: see tunerun plan)",
+            why = fmt("%lld lets reclaim swap %s's memory out early under pressure, and a page "
+                      "read back from swap costs a disk read; its profile sets a swap policy of "
+                      "its own (on cgroup v1 tunerun sets it for the service where it may write "
+                      "its cgroup: see tunerun plan)",
                       sw, who(d));
         }
         bool fix = s == SEV_WARN;
@@ -352,17 +369,19 @@ static void check_memory(struct doc *d)
     }
     long long oc;
     if (rd_long(d, "/proc/sys/vm/overcommit_memory", &oc)) {
-        bool redis = fears(d, "fork"); /* a fork to snapshot: redis's BGSAVE */
-        enum severity s = redis && oc != 1 ? SEV_WARN : (!redis && oc == 2 ? SEV_INFO : SEV_OK);
+        bool forks = forks_to_save(d);
+        enum severity s = forks && oc != 1 ? SEV_WARN : (!forks && oc == 2 ? SEV_INFO : SEV_OK);
         add(d, "memory", "vm.overcommit_memory", s, fmt("vm.overcommit_memory = %lld", oc),
-            redis && oc != 1 ? fmt("%s forks to save; without overcommit the fork of a big "
-                                   "instance fails with ENOMEM and the snapshot with it",
-                                   who(d))
+            forks && oc != 1
+                ? fmt("%s's profile turns THP off and allows no swap, as a service that forks "
+                      "its whole memory to save it does: without overcommit that fork can fail "
+                      "with ENOMEM, and the save with it",
+                      who(d))
             : s ? fmt("2 (strict) refuses allocations beyond the commit limit: fine only if "
                       "sized for")
                 : NULL,
-            redis && oc != 1 ? fmt("sysctl -w vm.overcommit_memory=1") : NULL,
-            redis && oc != 1 ? fmt("vm.overcommit_memory = 1 in /etc/sysctl.d/90-tunerun.conf")
+            forks && oc != 1 ? fmt("sysctl -w vm.overcommit_memory=1") : NULL,
+            forks && oc != 1 ? fmt("vm.overcommit_memory = 1 in /etc/sysctl.d/90-tunerun.conf")
                              : NULL);
     }
     long long ratio, bg;
@@ -376,8 +395,13 @@ static void check_memory(struct doc *d)
         if (rd_long(d, "/proc/sys/vm/dirty_bytes", &bytes) && bytes > 0)
             dirty_mb = bytes >> 20; /* set in bytes, the ratios read 0 */
         bool bad = bytes > 0 ? bytes > (1LL << 30) : (ratio > 10 || bg > 5);
-        /* a spinning disk absorbs big flushes better than it does many small ones */
-        enum severity sev = !bad ? SEV_OK : fears(d, "IO") && !d->spinning ? SEV_WARN : SEV_INFO;
+        /*
+         * A warning for a service whose data directory was named (its writes
+         * flush there), on a disk that does not spin: a spinning one absorbs
+         * big flushes better than it does many small ones.
+         */
+        bool writes = d->p && d->data_dir && d->disk[0];
+        enum severity sev = !bad ? SEV_OK : writes && !d->spinning ? SEV_WARN : SEV_INFO;
         char on[96] = "";
         if (d->disk[0])
             snprintf(on, sizeof(on), " onto %s (%s)", d->disk,
@@ -564,7 +588,7 @@ static void check_io(struct doc *d)
     /* virtio disks say rotational = 1 whatever backs them: a cloud disk is no spinning head */
     bool virtio = strncmp(disk, "vd", 2) == 0 || strncmp(disk, "xvd", 3) == 0;
     bool rotational = !virtio && rd(d, path, rot, sizeof(rot)) && strcmp(rot, "1") == 0;
-    const char *s = bracketed(sched, mode, sizeof(mode));
+    const char *s = apply_thp_bracketed(sched, mode, sizeof(mode));
     if (s == NULL)
         s = sched;
     bool bad = !rotational && (strcmp(s, "cfq") == 0 || strcmp(s, "bfq") == 0);
@@ -595,18 +619,19 @@ static void check_io(struct doc *d)
 static void check_files(struct doc *d)
 {
     long long somax;
-    bool listens = fears(d, "connection");
+    bool listens = many_connections(d);
     if (rd_long(d, "/proc/sys/net/core/somaxconn", &somax)) {
         long long backlog = 511; /* nginx's listen, redis's tcp-backlog: the usual server's */
         bool bad = listens && somax < backlog;
         char asks[128] = "";
         if (listens)
-            snprintf(asks, sizeof(asks), " (%s asks for a backlog of %lld)", who(d), backlog);
+            snprintf(asks, sizeof(asks), " (a server's listen backlog is usually %lld)", backlog);
         add(d, "files", "net.somaxconn", bad ? SEV_WARN : SEV_OK,
             fmt("net.core.somaxconn = %lld%s", somax, asks),
-            bad ? fmt("the kernel cuts the listen backlog to %lld: bursts of connections are "
+            bad ? fmt("%s's profile raises nofile to %llu, so it expects many connections; the "
+                      "kernel cuts every listen backlog to %lld: bursts of connections are "
                       "dropped or retried after a second",
-                      somax)
+                      who(d), (unsigned long long)d->p->limits[RLIMIT_NOFILE].soft, somax)
                 : NULL,
             bad ? fmt("sysctl -w net.core.somaxconn=4096") : NULL,
             bad ? fmt("net.core.somaxconn = 4096 in /etc/sysctl.d/90-tunerun.conf") : NULL);
@@ -642,84 +667,25 @@ static void check_files(struct doc *d)
 
 /* ---- container: the cgroup's limits, and capabilities ---------------------- */
 
-/*
- * The directory (under the root) of cgroup `path` in the hierarchy of a v1
- * controller (`option`) or cgroup2 (NULL), through mountinfo: a container's
- * mount may show a subtree (root /docker/ID) at /sys/fs/cgroup/memory.
- * Falls back on the usual mount point.
- */
-static void cg_dir(const struct doc *d, const char *option, const char *fallback, const char *path,
-                   char *out, size_t n)
-{
-    char full[4096], *line = NULL;
-    size_t cap = 0;
-    snprintf(full, sizeof(full), "%s/proc/self/mountinfo",
-             strcmp(d->root, "/") == 0 ? "" : d->root);
-    snprintf(out, n, "%s%s", fallback, strcmp(path, "/") == 0 ? "" : path);
-    FILE *f = fopen(full, "re");
-    while (f && getline(&line, &cap, f) > 0) {
-        char r[4096], pt[4096], fstype[64], super[512] = "", *sep = strstr(line, " - ");
-        if (sep == NULL || sscanf(line, "%*s %*s %*s %4095s %4095s", r, pt) != 2 ||
-            sscanf(sep + 3, "%63s %*s %511s", fstype, super) < 1)
-            continue;
-        if (option ? strcmp(fstype, "cgroup") != 0 || !strstr(super, option)
-                   : strcmp(fstype, "cgroup2") != 0)
-            continue;
-        mountinfo_unescape(r);
-        mountinfo_unescape(pt);
-        size_t rl = strlen(r);
-        if (strcmp(r, "/") == 0)
-            snprintf(out, n, "%.1000s%.1000s", pt, strcmp(path, "/") == 0 ? "" : path);
-        else if (strncmp(path, r, rl) == 0 && (path[rl] == '/' || path[rl] == '\0'))
-            snprintf(out, n, "%.1000s%.1000s", pt, path + rl);
-    }
-    free(line);
-    if (f)
-        fclose(f);
-}
-
 static void check_container(struct doc *d)
 {
-    char text[8192], path[4096], v[256], v2[256];
-    bool unified = false;
-    char *cg_v2 = NULL, *cg_mem = NULL, *cg_cpu = NULL, *cg_cpuset = NULL;
-    char full[4096];
-    snprintf(full, sizeof(full), "%s/proc/self/cgroup", strcmp(d->root, "/") == 0 ? "" : d->root);
-    FILE *f = fopen(full, "re");
-    while (f && fgets(text, sizeof(text), f)) {
-        text[strcspn(text, "\n")] = '\0';
-        char *a = strchr(text, ':'), *b = a ? strchr(a + 1, ':') : NULL;
-        if (b == NULL)
-            continue;
-        *b = '\0';
-        if (a[1] == '\0')
-            cg_v2 = xstrdup(b + 1);
-        else if (strstr(a + 1, "memory"))
-            cg_mem = xstrdup(b + 1);
-        else if (strstr(a + 1, "cpu,") || strcmp(a + 1, "cpu") == 0 || strstr(a + 1, "cpuacct"))
-            cg_cpu = cg_cpu ? cg_cpu : xstrdup(b + 1);
-        if (a[1] && strstr(a + 1, "cpuset"))
-            cg_cpuset = xstrdup(b + 1);
-    }
-    if (f)
-        fclose(f);
-    snprintf(path, sizeof(path), "/sys/fs/cgroup/cgroup.controllers");
-    unified = rd(d, path, v, sizeof(v)) && cg_mem == NULL;
-    if (unified && cg_v2) {
-        char p[2048];
-        cg_dir(d, NULL, "", cg_v2, p, sizeof(p));
-        if (strncmp(p, "/sys/fs/cgroup", 14) == 0)
-            memmove(p, p + 14, strlen(p + 14) + 1); /* the paths below add it back */
+    char text[8192], path[4096], v[256], v2[256], full[4096];
+    FILE *f;
+    /* cgroup.c's lookup, under the root: the hierarchy's mount, the process's path in it */
+    char *cg_path = NULL, *mem = cgroup_dir_under(d->root, "memory", &cg_path), *dir = NULL;
+    if (mem == NULL && cg_path == NULL) /* no v1 memory hierarchy: cgroup2's */
+        dir = cgroup_dir_under(d->root, NULL, &cg_path);
+    if (dir) {
         char high[64] = "(none)";
-        snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.high", p);
+        snprintf(path, sizeof(path), "%s/memory.high", dir);
         rd(d, path, high, sizeof(high));
-        snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", p);
-        bool mem = rd(d, path, v, sizeof(v));
-        snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max", p);
+        snprintf(path, sizeof(path), "%s/memory.max", dir);
+        bool lim = rd(d, path, v, sizeof(v));
+        snprintf(path, sizeof(path), "%s/cpu.max", dir);
         bool cpu = rd(d, path, v2, sizeof(v2));
         add(d, "container", "cgroup.memory", SEV_INFO,
-            fmt("cgroup v2 %s: memory.max %s, memory.high %s", cg_v2, mem ? v : "(none)", high),
-            mem && strcmp(v, "max") != 0
+            fmt("cgroup v2 %s: memory.max %s, memory.high %s", cg_path, lim ? v : "(none)", high),
+            lim && strcmp(v, "max") != 0
                 ? fmt("%s's memory must fit it (for java, tunerun caps MaxRAM to it)", who(d))
                 : NULL,
             NULL, NULL);
@@ -729,45 +695,55 @@ static void check_container(struct doc *d)
                       "to it, not to the host's CPUs")
                 : NULL,
             NULL, NULL);
-        snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpuset.cpus.effective", p);
+        snprintf(path, sizeof(path), "%s/cpuset.cpus.effective", dir);
         if (rd(d, path, v, sizeof(v)))
             add(d, "container", "cgroup.cpuset", SEV_INFO, fmt("cpuset.cpus.effective %s", v), NULL,
                 NULL, NULL);
-    } else if (cg_mem) {
-        char p[2048], cp[2048], cs[2048];
+    } else if (mem) {
         long long lim;
-        cg_dir(d, "memory", "/sys/fs/cgroup/memory", cg_mem, p, sizeof(p));
-        snprintf(path, sizeof(path), "%s/memory.limit_in_bytes", p);
-        bool mem = rd_long(d, path, &lim) && lim < (1LL << 60);
+        snprintf(path, sizeof(path), "%s/memory.limit_in_bytes", mem);
+        bool limited = rd_long(d, path, &lim) && lim < (1LL << 60);
         char limit[32] = "(none)";
-        if (mem)
+        if (limited)
             snprintf(limit, sizeof(limit), "%lld", lim);
         add(d, "container", "cgroup.memory", SEV_INFO,
-            fmt("cgroup v1 %s: memory.limit_in_bytes %s", cg_mem, limit), NULL, NULL, NULL);
-        long long quota, period;
-        cg_dir(d, "cpu,", "/sys/fs/cgroup/cpu,cpuacct", cg_cpu ? cg_cpu : "/", cp, sizeof(cp));
-        snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", cp);
-        bool q = rd_long(d, path, &quota);
-        snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", cp);
-        if (!rd_long(d, path, &period))
-            period = 100000;
+            fmt("cgroup v1 %s: memory.limit_in_bytes %s", cg_path, limit), NULL, NULL, NULL);
+        char *cpu = cgroup_dir_under(d->root, "cpu", NULL);
+        long long quota = 0, period;
+        bool q = false;
+        if (cpu) {
+            snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", cpu);
+            q = rd_long(d, path, &quota);
+            snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", cpu);
+            if (!rd_long(d, path, &period))
+                period = 100000;
+        }
         char quota_s[64] = "(none)";
-        if (q && quota > 0)
+        if (cpu == NULL)
+            snprintf(quota_s, sizeof(quota_s), "unknown: no cpu hierarchy mounted for it");
+        else if (q && quota > 0)
             snprintf(quota_s, sizeof(quota_s), "%lld/%lld us", quota, period);
         add(d, "container", "cgroup.cpu", SEV_INFO, fmt("cpu quota %s", quota_s), NULL, NULL, NULL);
-        cg_dir(d, "cpuset", "/sys/fs/cgroup/cpuset", cg_cpuset ? cg_cpuset : "/", cs, sizeof(cs));
-        snprintf(path, sizeof(path), "%s/cpuset.cpus", cs);
-        if (rd(d, path, v, sizeof(v)))
+        free(cpu);
+        char *cpuset = cgroup_dir_under(d->root, "cpuset", NULL);
+        snprintf(path, sizeof(path), "%s/cpuset.cpus", cpuset ? cpuset : "");
+        if (cpuset && rd(d, path, v, sizeof(v)))
             add(d, "container", "cgroup.cpuset", SEV_INFO, fmt("cpuset.cpus %s", v), NULL, NULL,
                 NULL);
+        free(cpuset);
+    } else if (cg_path) {
+        add(d, "container", "cgroup.memory", SEV_INFO,
+            fmt("its cgroup %s is under no mount of its memory hierarchy (not mounted, or a "
+                "cgroup namespace made after the mount)",
+                cg_path),
+            NULL, NULL, NULL);
     } else {
         add(d, "container", "cgroup.memory", SEV_INFO, fmt("no memory cgroup found"), NULL, NULL,
             NULL);
     }
-    free(cg_v2);
-    free(cg_mem);
-    free(cg_cpu);
-    free(cg_cpuset);
+    free(mem);
+    free(dir);
+    free(cg_path);
 
     /* capabilities: this process's (libcap), or a fixture's CapEff under a root */
     unsigned long long eff = 0;
@@ -884,9 +860,60 @@ static void print_json(FILE *out, const struct doc *d, enum severity worst)
     fprintf(out, "\n]}\n");
 }
 
+/* Whether path is a directory; else why not, in why. */
+static bool is_dir(const char *path, char *why, size_t n)
+{
+    struct stat st;
+    if (stat(path, &st) < 0)
+        snprintf(why, n, "%s", strerror(errno));
+    else if (!S_ISDIR(st.st_mode))
+        snprintf(why, n, "%s", strerror(ENOTDIR));
+    else
+        return true;
+    return false;
+}
+
+/*
+ * A --root or --data-dir that cannot be what it says is an error, never a
+ * quiet audit of nothing: a root must hold the proc/ and sys/ it is read
+ * from, and a data directory must be one (on this host; under another root,
+ * which holds no filesystem but /proc and /sys, an absolute path of that
+ * host, found through its mountinfo).
+ */
+static bool usable(const char *root, const char *data_dir)
+{
+    char why[256], sub[4096];
+    if (root && !is_dir(root, why, sizeof(why))) {
+        log_error("--root %s: %s", root, why);
+        return false;
+    }
+    for (const char *const *s = (const char *const[]){"proc", "sys", NULL}; root && *s; s++) {
+        snprintf(sub, sizeof(sub), "%s/%s", root, *s);
+        if (!is_dir(sub, why, sizeof(why))) {
+            log_error("--root %s: no %s/ under it to audit (%s): give a copy of a host's /proc "
+                      "and /sys",
+                      root, *s, why);
+            return false;
+        }
+    }
+    bool here = root == NULL || strcmp(root, "/") == 0;
+    if (data_dir && here && !is_dir(data_dir, why, sizeof(why))) {
+        log_error("--data-dir %s: %s", data_dir, why);
+        return false;
+    }
+    if (data_dir && !here && data_dir[0] != '/') {
+        log_error("--data-dir %s: under --root it is a path of that host, and must be absolute",
+                  data_dir);
+        return false;
+    }
+    return true;
+}
+
 int doctor_run(FILE *out, const char *root, const struct profile *p, const char *data_dir,
                bool json)
 {
+    if (!usable(root, data_dir))
+        return DOCTOR_EXIT_UNUSABLE;
     struct doc d = {.root = root ? root : "/", .p = p, .data_dir = data_dir};
     check_cpu(&d);
     check_numa(&d);

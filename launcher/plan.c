@@ -12,8 +12,11 @@
  *   4. memory: each chosen node's own memory, or for a memoryless node the
  *      nearest node with memory; then the policy, `auto` deciding between
  *      bind, preferred-many and interleave by the expected size.
- *   5. steps: rlimits, oom score, memory policy, affinity, THP, environment
- *      (MALLOC_ARENA_MAX and the JVM's options derived from the placement).
+ *   5. steps, in the order they are applied: rlimits, oom score, memory
+ *      policy, affinity, THP, environment (MALLOC_ARENA_MAX and the JVM's
+ *      options derived from the placement), then the swap policy's cgroup,
+ *      which main enters last, after running shared pools have yielded
+ *      their CPUs and just before it drops privileges and executes.
  */
 #include "plan.h"
 #include "util.h"
@@ -105,6 +108,12 @@ static const char *getenv_in(char *const *env, const char *name)
 static double gib(uint64_t bytes)
 {
     return (double)bytes / (double)GIB;
+}
+
+/* "CPU 3" or "CPUs 0-3", as notes name a set. */
+static const char *cpus_word(hwloc_const_bitmap_t set)
+{
+    return hwloc_bitmap_weight(set) == 1 ? "CPU" : "CPUs";
 }
 
 /* ---- phase 2: nodes ------------------------------------------------------ */
@@ -281,13 +290,14 @@ static void note_claims(struct ctx *c, const struct plan_input *in)
         char *list = bitmap_list(held);
         if (hwloc_bitmap_isincluded(c->cand, held)) {
             note(c->pl, NOTE_WARN,
-                 "every candidate CPU is claimed exclusively by running services (CPUs %s); "
+                 "every candidate CPU is claimed exclusively by running services (%s %s); "
                  "sharing them",
-                 list);
+                 cpus_word(held), list);
         } else {
             hwloc_bitmap_andnot(c->cand, c->cand, held);
-            note(c->pl, NOTE_INFO,
-                 "CPUs %s are claimed exclusively by running services; not using them", list);
+            bool one = hwloc_bitmap_weight(held) == 1;
+            note(c->pl, NOTE_INFO, "%s %s %s claimed exclusively by running services; not using %s",
+                 cpus_word(held), list, one ? "is" : "are", one ? "it" : "them");
         }
         free(list);
     }
@@ -305,15 +315,16 @@ static void note_previous(struct ctx *c, const struct claim *prev)
     if (prev == NULL)
         return;
     char *list = bitmap_list(prev->cpus);
+    bool one = hwloc_bitmap_weight(prev->cpus) == 1;
     if (hwloc_bitmap_isincluded(prev->cpus, c->cand) &&
         !hwloc_bitmap_intersects(prev->cpus, c->shunned) && !hwloc_bitmap_iszero(prev->nodes)) {
         c->prev = prev;
-        note(c->pl, NOTE_INFO, "restarted: it ran on CPUs %s before, and they are free", list);
+        note(c->pl, NOTE_INFO, "restarted: it ran on %s %s before, and %s free",
+             cpus_word(prev->cpus), list, one ? "it is" : "they are");
     } else {
         note(c->pl, NOTE_INFO,
-             "restarted: it ran on CPUs %s before, but they are taken or gone now; placing it "
-             "afresh",
-             list);
+             "restarted: it ran on %s %s before, but %s taken or gone now; placing it afresh",
+             cpus_word(prev->cpus), list, one ? "it is" : "they are");
     }
     free(list);
 }
@@ -411,8 +422,8 @@ static void separate_by_cores(struct ctx *c)
         restrict_candidates(c, take);
     } else if (!hwloc_bitmap_iszero(rest)) {
         char *list = bitmap_list(rest);
-        note(c->pl, NOTE_INFO, "%s runs on these nodes too; keeping apart by cores: CPUs %s",
-             c->shunned_names, list);
+        note(c->pl, NOTE_INFO, "%s runs on these nodes too; keeping apart by cores: %s %s",
+             c->shunned_names, cpus_word(rest), list);
         free(list);
         restrict_candidates(c, rest);
     } else {
@@ -608,8 +619,8 @@ static void choose_cpus(struct ctx *c)
     if (want == 0)
         want = 1;
     if (want > have) {
-        note(pl, NOTE_WARN, "profile asks for %u CPUs but only %u are available; using %u", want,
-             have, have);
+        note(pl, NOTE_WARN, "profile asks for %u CPUs but only %u %s available; using %u", want,
+             have, have == 1 ? "is" : "are", have);
         want = have;
     }
 
@@ -679,8 +690,8 @@ static void add_shrinks(struct ctx *c)
             if (hwloc_bitmap_intersects(t->nodes[n].cpus, s->cpus))
                 hwloc_bitmap_set(s->nodes, t->nodes[n].os_index);
         char *gives = bitmap_list(s->gives), *keeps = bitmap_list(s->cpus);
-        note(pl, NOTE_INFO, "%s, a shared pool, yields CPUs %s to it and keeps CPUs %s", k->profile,
-             gives, keeps);
+        note(pl, NOTE_INFO, "%s, a shared pool, yields %s %s to it and keeps %s %s", k->profile,
+             cpus_word(s->gives), gives, cpus_word(s->cpus), keeps);
         free(gives);
         free(keeps);
     }
@@ -762,7 +773,7 @@ static void choose_memory(struct ctx *c)
                                                               : PLAN_MPOL_PREFERRED;
             note(pl, NOTE_INFO,
                  "memory auto -> %s %s: memory_size %.1f GiB plus headroom exceeds %.1f GiB "
-                 "free; a strict bind would swap or OOM (MySQL's \"swap insanity\")",
+                 "free; a strict bind would swap or OOM while other nodes have memory",
                  plan_mpol_name(pl->mpol), list, gib(want), gib(fr));
         } else {
             pl->mpol = PLAN_MPOL_INTERLEAVE;
@@ -802,7 +813,9 @@ static void settle_nodes(struct ctx *c)
     if (c->p->placement.cpus != CPUS_ALL) {
         if (!same) {
             char *list = bitmap_list(cpu_nodes);
-            note(pl, NOTE_INFO, "nodes %s: only these hold the CPUs asked for", list);
+            note(pl, NOTE_INFO, "%s %s: only %s the CPUs asked for",
+                 hwloc_bitmap_weight(cpu_nodes) == 1 ? "node" : "nodes", list,
+                 hwloc_bitmap_weight(cpu_nodes) == 1 ? "it holds" : "these hold");
             free(list);
         }
         hwloc_bitmap_copy(pl->nodes, cpu_nodes);
@@ -824,21 +837,52 @@ static void settle_nodes(struct ctx *c)
 
 /* ---- phase 5: steps ------------------------------------------------------- */
 
-static const char *limit_fear(int resource)
+/*
+ * What each step does, in words true of any service: the reason this one
+ * needs it is the profile's, in the comment at the file and line each step
+ * cites (and in its `fears`, which head the plan). The planner never
+ * guesses which service it is placing.
+ */
+static const char *limit_reason(int resource)
 {
     switch (resource) {
     case RLIMIT_NOFILE:
-        return "every connection, table and log is a file descriptor";
+        return "every open file, socket and pipe takes a descriptor; at the limit open() and "
+               "accept() fail with EMFILE";
     case RLIMIT_NPROC:
-        return "threads count against the process limit";
+        return "every thread and process of its user counts; at the limit fork() and "
+               "pthread_create() fail";
     case RLIMIT_MEMLOCK:
-        return "locked memory for huge pages and io_uring buffers";
+        return "memory locked in RAM (mlock, io_uring's registered buffers) counts against it";
     case RLIMIT_CORE:
-        return "a crash should leave a core to debug, or none to leak data";
+        return "the size of a crash's core dump: enough to debug, or 0 to keep memory contents "
+               "off the disk";
     case RLIMIT_STACK:
-        return "deep recursion and per-thread stacks";
+        return "the main thread's stack, and glibc's default stack size for every new thread";
+    case RLIMIT_AS:
+        return "the address space it may map; past it mmap() and brk() fail";
+    case RLIMIT_DATA:
+        return "its heap and private mappings; past it brk() and mmap() fail";
+    case RLIMIT_FSIZE:
+        return "the largest file it may write; past it a write gets SIGXFSZ, or EFBIG";
+    case RLIMIT_CPU:
+        return "the CPU seconds it may use: SIGXCPU at the soft limit, SIGKILL at the hard one";
+    case RLIMIT_LOCKS:
+        return "flock() locks and leases (Linux has not enforced it since 2.4.25)";
+    case RLIMIT_MSGQUEUE:
+        return "the bytes of POSIX message queues its user may allocate";
+    case RLIMIT_NICE:
+        return "how far it may raise its own CPU priority: down to nice 20 minus the limit";
+    case RLIMIT_RTPRIO:
+        return "the highest real-time priority it may give itself";
+    case RLIMIT_RTTIME:
+        return "the microseconds a real-time thread may run without blocking";
+    case RLIMIT_SIGPENDING:
+        return "the signals its user may have queued";
+    case RLIMIT_RSS:
+        return "its resident memory (Linux has not enforced it since 2.6)";
     default:
-        return "the profile's limit";
+        return "a resource limit";
     }
 }
 
@@ -955,15 +999,22 @@ static void add_swap_steps(struct ctx *c, const struct cgroup *cg)
         return;
     }
     struct origin at = sw_here ? p->memory.swappiness_at : p->memory.swap_max_at;
-    char *where = origin_str(at);
-    struct plan_step *s =
-        add_step(c->pl, STEP_CGROUP,
-                 xasprintf("%s (%s)",
-                           sw_here && p->memory.swappiness > 0
-                               ? "swapping out a hot buffer pool stalls queries; a little swap "
-                                 "still beats the OOM killer"
-                               : "a fork's copy-on-write pages and latency die in swap",
-                           where));
+    char *where = origin_str(at), *why;
+    if (sw_here)
+        why = xasprintf("swappiness %d in a cgroup of its own: the lower it is, the more "
+                        "reclaim takes page cache rather than swap its memory out, where a page "
+                        "costs a disk read when next touched (%s)",
+                        p->memory.swappiness, where);
+    else if (p->memory.swap_max == 0)
+        why = xasprintf("no swap for it, in a cgroup of its own: none of its pages waits on a "
+                        "disk read when touched again (%s)",
+                        where);
+    else if (p->memory.swap_max == UINT64_MAX)
+        why = xasprintf("swap as the host allows, in a cgroup of its own (%s)", where);
+    else
+        why = xasprintf("at most %s bytes of its memory in swap, in a cgroup of its own (%s)", size,
+                        where);
+    struct plan_step *s = add_step(c->pl, STEP_CGROUP, why);
     free(where);
     s->u.cgroup.dir = xstrdup(cg->dir);
     s->u.cgroup.name = p->name;
@@ -980,7 +1031,8 @@ static void add_limit_steps(struct ctx *c)
         if (!l->set)
             continue;
         char *at = origin_str(l->at);
-        struct plan_step *s = add_step(c->pl, STEP_RLIMIT, xasprintf("%s (%s)", limit_fear(r), at));
+        struct plan_step *s =
+            add_step(c->pl, STEP_RLIMIT, xasprintf("%s (%s)", limit_reason(r), at));
         free(at);
         s->u.rlimit.resource = r;
         s->u.rlimit.soft = l->soft;
@@ -988,12 +1040,16 @@ static void add_limit_steps(struct ctx *c)
     }
     if (c->p->memory.oom_set) {
         char *at = origin_str(c->p->memory.oom_at);
+        int adj = c->p->memory.oom_score_adj;
         struct plan_step *s =
             add_step(c->pl, STEP_OOM_SCORE_ADJ,
                      xasprintf("%s (%s)",
-                               c->p->memory.oom_score_adj < 0
-                                   ? "the OOM killer should pick something else first"
-                                   : "this service should go first when memory runs out",
+                               adj <= -1000 ? "the OOM killer never picks it"
+                               : adj < 0    ? "the OOM killer picks other processes before it"
+                               : adj == 0   ? "the OOM killer weighs it by its memory alone, "
+                                              "as by default"
+                               : adj < 1000 ? "the OOM killer picks it before other processes"
+                                            : "the OOM killer picks it first",
                                at));
         free(at);
         s->u.oom_score_adj = c->p->memory.oom_score_adj;
@@ -1003,34 +1059,42 @@ static void add_limit_steps(struct ctx *c)
 static void add_placement_steps(struct ctx *c)
 {
     struct plan *pl = c->pl;
-    static const char *const fear[] = {
-        [PLAN_MPOL_LOCAL] = "first touch on the local node",
-        [PLAN_MPOL_BIND] = "remote NUMA memory: ~80 ns local becomes ~140 ns remote",
-        [PLAN_MPOL_PREFERRED] = "remote memory, without the OOM risk of a strict bind",
-        [PLAN_MPOL_PREFERRED_MANY] = "remote memory, without the OOM risk of a strict bind",
-        [PLAN_MPOL_INTERLEAVE] = "one node's memory bandwidth or size running out",
+    static const char *const reason[] = {
+        [PLAN_MPOL_LOCAL] = "each page on the node of the CPU that first touches it",
+        [PLAN_MPOL_BIND] = "no remote NUMA memory: every page from its own nodes, even when "
+                           "they run short",
+        [PLAN_MPOL_PREFERRED] = "remote NUMA memory only once its own node is full, without "
+                                "the OOM risk of a strict bind",
+        [PLAN_MPOL_PREFERRED_MANY] = "remote NUMA memory only once its own nodes are full, "
+                                     "without the OOM risk of a strict bind",
+        [PLAN_MPOL_INTERLEAVE] = "one node's memory bandwidth or size running out: pages spread "
+                                 "over the nodes in turn",
     };
-    struct plan_step *s = add_step(pl, STEP_MEMPOLICY, xasprintf("%s", fear[pl->mpol]));
+    struct plan_step *s = add_step(pl, STEP_MEMPOLICY, xasprintf("%s", reason[pl->mpol]));
     s->u.mempolicy.mode = pl->mpol;
     s->u.mempolicy.nodes = hwloc_bitmap_dup(pl->mem_nodes);
     if (pl->mpol == PLAN_MPOL_LOCAL)
         hwloc_bitmap_zero(s->u.mempolicy.nodes);
 
     s = add_step(pl, STEP_AFFINITY,
-                 xasprintf("CPUs next to the service's memory, not shared by chance"));
+                 c->p->placement.cpus == CPUS_ALL
+                     ? xasprintf("its threads run on every CPU it may use (cpus = all), and "
+                                 "no other")
+                     : xasprintf("its threads stay on the CPUs chosen for it, next to its "
+                                 "memory, not wherever the scheduler moves them"));
     s->u.cpus = hwloc_bitmap_dup(pl->cpus);
 
     switch (c->p->memory.thp) {
     case THP_MADVISE:
         s = add_step(pl, STEP_THP,
-                     xasprintf("2 MiB page faults stall latency unless the service asks "
-                               "(madvise) for huge pages"));
+                     xasprintf("huge pages only where the service asks for them (madvise): no "
+                               "2 MiB fault or compaction stall in memory that did not ask"));
         s->u.thp = THP_MADVISE;
         break;
     case THP_NEVER:
         s = add_step(pl, STEP_THP,
-                     xasprintf("fork copies whole huge pages: latency spikes and memory "
-                               "blow-up in snapshots"));
+                     xasprintf("no transparent huge pages: no 2 MiB fault or compaction stall, "
+                               "and copy-on-write after a fork copies 4 KiB pages, not 2 MiB"));
         s->u.thp = THP_NEVER;
         break;
     case THP_SYSTEM:
@@ -1104,9 +1168,9 @@ static void add_arena_step(struct ctx *c)
          * serialising everyone (the seed: never 1). */
         int n = ncpus < 2 ? 2 : ncpus;
         add_env(c->pl, "MALLOC_ARENA_MAX", xasprintf("%d", n),
-                xasprintf("glibc sizes arenas from online CPUs, not the %d placed ones; "
+                xasprintf("glibc sizes arenas from online CPUs, not the %d placed %s; "
                           "fewer arenas, less fragmentation",
-                          ncpus));
+                          ncpus, ncpus == 1 ? "one" : "ones"));
         break;
     }
     }
@@ -1252,7 +1316,8 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     }
     if (!hwloc_bitmap_isequal(c.cand, t->cpus)) {
         char *aff = bitmap_list(c.cand);
-        note(pl, NOTE_INFO, "inherited affinity limits the candidates to CPUs %s", aff);
+        note(pl, NOTE_INFO, "inherited affinity limits the candidates to %s %s", cpus_word(c.cand),
+             aff);
         free(aff);
     }
     note_claims(&c, in);
@@ -1274,10 +1339,10 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
         add_shrinks(&c);
         settle_nodes(&c);
     }
-    add_swap_steps(&c, in->cgroup);
     add_limit_steps(&c);
     add_placement_steps(&c);
     add_env_steps(&c, in->environ);
+    add_swap_steps(&c, in->cgroup); /* entered last: see apply_cgroup_step() */
 
     for (size_t i = 0; i < t->nnodes; i++)
         hwloc_bitmap_free(c.node_cand[i]);

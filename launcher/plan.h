@@ -32,14 +32,15 @@ enum plan_mpol {
     PLAN_MPOL_INTERLEAVE,
 };
 
+/* In the order they are applied, which is the order a plan lists them in. */
 enum step_type {
-    STEP_CGROUP,
     STEP_RLIMIT,
     STEP_OOM_SCORE_ADJ,
     STEP_MEMPOLICY,
     STEP_AFFINITY,
     STEP_THP,
     STEP_SETENV,
+    STEP_CGROUP, /* last, by apply_cgroup_step(), after the shared pools have yielded */
 };
 
 struct plan_step {
@@ -97,7 +98,7 @@ struct plan {
     size_t nsteps;
     struct plan_note *notes;
     size_t nnotes;
-    struct plan_shrink *shrinks; /* applied by main after this process's own steps */
+    struct plan_shrink *shrinks; /* applied by main after every step but the cgroup one */
     size_t nshrinks;
     bool degraded; /* some warning: the profile is not fully honoured (--strict refuses) */
     const struct cgroup *cgroup; /* where it stands (plan_input's; borrowed), NULL if unknown */

@@ -26,6 +26,7 @@
 struct ps_thread {
     long tid;
     char *cpus; /* its affinity, as a list */
+    bool one;   /* of one CPU */
 };
 
 struct ps_proc {
@@ -87,7 +88,8 @@ static void look_at(struct ps_proc *pr, const struct claim *c)
         pr->nthreads++;
         if (!hwloc_bitmap_isincluded(cpus, c->cpus)) {
             pr->escaped = xrealloc(pr->escaped, (pr->nescaped + 1) * sizeof(*pr->escaped));
-            pr->escaped[pr->nescaped++] = (struct ps_thread){tids.v[i], bitmap_list(cpus)};
+            pr->escaped[pr->nescaped++] =
+                (struct ps_thread){tids.v[i], bitmap_list(cpus), hwloc_bitmap_weight(cpus) == 1};
         }
     }
     hwloc_bitmap_free(cpus);
@@ -183,18 +185,10 @@ static void print_text(FILE *f, const struct state_dir *sd, const struct ps_clai
                 fprintf(f, ", %lld pages on other nodes", pr->pages_elsewhere);
             fputc('\n', f);
             for (size_t t = 0; t < pr->nescaped; t++)
-                fprintf(f, "    ! thread %ld runs on CPUs %s\n", pr->escaped[t].tid,
-                        pr->escaped[t].cpus);
+                fprintf(f, "    ! thread %ld runs on CPU%s %s\n", pr->escaped[t].tid,
+                        pr->escaped[t].one ? "" : "s", pr->escaped[t].cpus);
         }
     }
-}
-
-static void json_set(FILE *f, const char *key, hwloc_const_bitmap_t set)
-{
-    char *s = bitmap_list(set);
-    fprintf(f, "\"%s\": ", key);
-    json_string(f, hwloc_bitmap_iszero(set) ? "" : s);
-    free(s);
 }
 
 static void print_json(FILE *f, const struct state_dir *sd, const struct ps_claim *pcs, size_t n)
@@ -209,12 +203,12 @@ static void print_json(FILE *f, const struct state_dir *sd, const struct ps_clai
         json_string(f, c->profile);
         fprintf(f, ", \"file\": ");
         json_string(f, c->file);
-        fprintf(f, ", ");
-        json_set(f, "cpus", c->cpus);
-        fprintf(f, ", ");
-        json_set(f, "nodes", c->nodes);
-        fprintf(f, ", ");
-        json_set(f, "mem_nodes", c->mem_nodes);
+        fprintf(f, ", \"cpus\": ");
+        json_list(f, c->cpus);
+        fprintf(f, ", \"nodes\": ");
+        json_list(f, c->nodes);
+        fprintf(f, ", \"mem_nodes\": ");
+        json_list(f, c->mem_nodes);
         fprintf(f, ", \"mpol\": ");
         json_string(f, c->mpol ? c->mpol : "");
         fprintf(f, ", \"exclusive\": %s, \"pool\": %s, \"avoid\": [",

@@ -68,14 +68,14 @@ void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* A set in hwloc's list format; "" for an empty set in JSON. */
 void json_field(FILE *f, const char *lead, const char *s)
 {
     fputs(lead, f);
     json_string(f, s);
 }
 
-static void json_list(FILE *f, hwloc_const_bitmap_t set)
+/* A set in hwloc's list format; "" for an empty set in JSON. */
+void json_list(FILE *f, hwloc_const_bitmap_t set)
 {
     char *s = hwloc_bitmap_iszero(set) ? NULL : bitmap_list(set);
     json_string(f, s ? s : "");
@@ -141,8 +141,9 @@ static void topo_summary(FILE *f, const struct topo *t)
     size_t homes = 0;
     for (size_t i = 0; i < t->nnodes; i++)
         homes += !hwloc_bitmap_iszero(t->nodes[i].cpus);
-    fprintf(f, "%s: %zu NUMA node%s (%zu with CPUs), %d CPUs allowed (%s)", t->desc, t->nnodes,
-            t->nnodes == 1 ? "" : "s", homes, hwloc_bitmap_weight(t->cpus), cpus ? cpus : "");
+    int n = hwloc_bitmap_weight(t->cpus);
+    fprintf(f, "%s: %zu NUMA node%s (%zu with CPUs), %d CPU%s allowed (%s)", t->desc, t->nnodes,
+            t->nnodes == 1 ? "" : "s", homes, n, n == 1 ? "" : "s", cpus ? cpus : "");
     free(cpus);
 }
 

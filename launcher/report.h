@@ -30,5 +30,7 @@ void report_step_value(const struct plan_step *s, char *buf, size_t n);
 void json_string(FILE *f, const char *s);
 /* `lead` as is (", \"key\": "), then s as a JSON string. */
 void json_field(FILE *f, const char *lead, const char *s);
+/* A CPU or node set as a JSON string in hwloc's list format ("0-3,8"); "" when empty. */
+void json_list(FILE *f, hwloc_const_bitmap_t set);
 
 #endif

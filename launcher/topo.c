@@ -504,6 +504,26 @@ static bool cache_parse(char *text, int max, struct machine *m, char *why, size_
     return false;
 }
 
+/*
+ * What a cache whose key is not `key` was written for: the first line of
+ * the key (cache_key()'s: three lines, then one per key file) it differs in.
+ */
+static const char *key_mismatch(const char *key, const char *text, size_t n)
+{
+    static const char *const what[] = {
+        "another cache format",         "another tunerun binary",
+        "another libhwloc file",        "another boot",
+        "other possible CPUs",          "other online CPUs",
+        "other online NUMA nodes",      "other NUMA nodes with CPUs",
+        "other NUMA nodes with memory",
+    };
+    _Static_assert(sizeof(what) / sizeof(what[0]) == 3 + NKEY_FILES, "a name per key line");
+    size_t line = 0;
+    for (size_t i = 0; i < n && key[i] && key[i] == text[i]; i++)
+        line += key[i] == '\n';
+    return line < sizeof(what) / sizeof(what[0]) ? what[line] : "another machine";
+}
+
 /* The cached text (NUL-terminated, after the key) when written under `key`, else NULL. */
 static char *cache_read(struct topo *t, const struct state_dir *sd, const char *key)
 {
@@ -525,7 +545,11 @@ static char *cache_read(struct topo *t, const struct state_dir *sd, const char *
         return NULL;
     }
     if (n < klen || memcmp(text, key, klen) != 0) {
-        cache_note(t, "%s/%s was written for another boot or CPU/node set", sd->path, CACHE_NAME);
+        if (n == 0)
+            cache_note(t, "%s/%s is empty", sd->path, CACHE_NAME);
+        else
+            cache_note(t, "%s/%s was written for %s", sd->path, CACHE_NAME,
+                       key_mismatch(key, text, n));
         free(text);
         return NULL;
     }

@@ -148,7 +148,7 @@ static void check_invariants(const struct profile *p, const struct topo *t, cons
     if (pl->mpol != PLAN_MPOL_LOCAL && hwloc_bitmap_iszero(pl->mem_nodes))
         fail_msg("%s: policy %s with no nodes", label, plan_mpol_name(pl->mpol));
 
-    /* steps come in apply order */
+    /* steps come in apply order (enum step_type's), so a cgroup step is last */
     for (size_t i = 1; i < pl->nsteps; i++)
         if (pl->steps[i].type < pl->steps[i - 1].type)
             fail_msg("%s: step %zu out of order", label, i);
@@ -610,6 +610,73 @@ static const struct plan_step *find_step(const struct plan *pl, enum step_type t
     return NULL;
 }
 
+/* Another service's fear in a step's reason: the planner must not assume which service it is. */
+static void assert_no_service_words(const struct plan *pl, const char *label)
+{
+    static const char *const words[] = {"MySQL", "Redis", "nginx",    "Java",       "buffer pool",
+                                        "quer",  "table", "snapshot", "connection", "80 ns"};
+    for (size_t i = 0; i < pl->nsteps; i++) {
+        /* the reason without its origin, "(profiles/nginx.ini:33)" */
+        char why[1024];
+        snprintf(why, sizeof(why), "%s", pl->steps[i].why);
+        char *origin = strrchr(why, '(');
+        if (origin && strstr(origin, ".ini:"))
+            *origin = '\0';
+        for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++)
+            if (strstr(why, words[w]))
+                fail_msg("%s: step %zu's reason names '%s': %s", label, i, words[w],
+                         pl->steps[i].why);
+    }
+}
+
+/*
+ * A step's reason says what the setting does, true of any service, and cites
+ * the file and line that set it, where the profile's comment says why this
+ * service needs it.
+ */
+static void test_reasons_fit_any_profile(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("synthetic:pack:2 numa:1 core:2 pu:1");
+    struct cgroup v1 = {.mode = CG_HYBRID, .owner = CG_OWN_HOST, .dir = "/sys/fs/cgroup/memory/x"};
+    struct cgroup v2 = {
+        .mode = CG_UNIFIED, .v2 = true, .owner = CG_OWN_HOST, .dir = "/sys/fs/cgroup/x"};
+    const struct cgroup *cgs[] = {&v1, &v2};
+    struct err e;
+    struct plan pl;
+    for (size_t i = 0; i < sizeof(shipped) / sizeof(shipped[0]); i++)
+        for (size_t k = 0; k < 2; k++) {
+            struct profile p = load_profile(shipped[i], NULL);
+            struct plan_input in = {&p, &t, NULL, false, NULL, 0, NULL, cgs[k], NULL};
+            assert_true(plan_build(&pl, &in, &e));
+            assert_no_service_words(&pl, shipped[i]);
+            plan_free(&pl);
+            profile_free(&p);
+        }
+
+    /* a service none of the shipped profiles is: each reason fits its values */
+    struct profile p = profile_text("[placement]\nmemory = bind\n[memory]\nthp = never\n"
+                                    "oom_score_adj = 0\nswappiness = 10\n[limits]\n"
+                                    "nofile = 4096\n");
+    struct plan_input in = {&p, &t, NULL, false, NULL, 0, NULL, &v1, NULL};
+    assert_true(plan_build(&pl, &in, &e));
+    assert_no_service_words(&pl, "test.ini");
+    const struct plan_step *s = find_step(&pl, STEP_RLIMIT);
+    assert_non_null(strstr(s->why, "descriptor"));
+    assert_non_null(strstr(s->why, "(test.ini:8)"));
+    s = find_step(&pl, STEP_OOM_SCORE_ADJ);
+    assert_non_null(strstr(s->why, "as by default"));
+    assert_non_null(strstr(s->why, "(test.ini:5)"));
+    s = find_step(&pl, STEP_CGROUP);
+    assert_non_null(s);
+    assert_non_null(strstr(s->why, "swappiness 10"));
+    assert_non_null(strstr(s->why, "(test.ini:6)"));
+    assert_non_null(strstr(find_step(&pl, STEP_MEMPOLICY)->why, "no remote NUMA memory"));
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&t);
+}
+
 static void test_swap_policy(void **state)
 {
     (void)state;
@@ -621,12 +688,14 @@ static void test_swap_policy(void **state)
     struct err e;
     struct plan pl;
 
-    /* v1: memory.swappiness, first of all steps */
+    /* v1: memory.swappiness, the last step, as it is the last applied (apply_cgroup_step) */
     struct plan_input in = {&mysql, &t, NULL, false, NULL, 0, NULL, &v1, NULL};
     assert_true(plan_build(&pl, &in, &e));
-    assert_int_equal(pl.steps[0].type, STEP_CGROUP);
-    assert_int_equal(pl.steps[0].u.cgroup.swappiness, 1);
-    assert_false(pl.steps[0].u.cgroup.set_swap_max);
+    const struct plan_step *last = &pl.steps[pl.nsteps - 1];
+    assert_int_equal(last->type, STEP_CGROUP);
+    assert_int_equal(last->u.cgroup.swappiness, 1);
+    assert_false(last->u.cgroup.set_swap_max);
+    check_invariants(&mysql, &t, &pl, "mysql, cgroup v1");
     assert_false(pl.degraded);
     plan_free(&pl);
     /* v2: no per-cgroup swappiness for mysql: said (the host's sysctl), nothing made, and
@@ -671,6 +740,7 @@ static void test_swap_policy(void **state)
     assert_true(plan_build(&pl, &in, &e));
     const struct plan_step *s = find_step(&pl, STEP_CGROUP);
     assert_non_null(s);
+    assert_ptr_equal(s, &pl.steps[pl.nsteps - 1]);
     assert_true(s->u.cgroup.set_swap_max);
     assert_int_equal(s->u.cgroup.swap_max, 0);
     assert_int_equal(s->u.cgroup.swappiness, -1);
@@ -699,6 +769,43 @@ static void test_swap_policy(void **state)
     profile_free(&mysql);
     profile_free(&redis);
     topo_free(&t);
+}
+
+static bool has_note(const struct plan *pl, const char *text)
+{
+    for (size_t i = 0; i < pl->nnotes; i++)
+        if (strstr(pl->notes[i].text, text))
+            return true;
+    return false;
+}
+
+/* One CPU is one CPU: the notes and reasons agree in number. */
+static void test_one_is_singular(void **state)
+{
+    (void)state;
+    struct topo one = load_topo("synthetic:pack:1 numa:1 core:1 pu:1");
+    const char *const three[] = {"placement.cpus=3", NULL};
+    struct profile p = load_profile("mysql", three);
+    struct plan pl = make_plan(&p, &one, NULL);
+    assert_true(has_note(&pl, "profile asks for 3 CPUs but only 1 is available; using 1"));
+    plan_free(&pl);
+    profile_free(&p);
+    p = load_profile("java", NULL);
+    pl = make_plan(&p, &one, NULL);
+    assert_non_null(strstr(find_env(&pl, "MALLOC_ARENA_MAX")->why, "not the 1 placed one;"));
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&one);
+
+    struct topo two = load_topo("synthetic:pack:1 numa:1 core:2 pu:1");
+    struct claim k = live("redis", "1", "0", true, NULL);
+    p = load_profile("redis", NULL);
+    pl = plan_with(&p, &two, &k, 1);
+    assert_true(has_note(&pl, "CPU 1 is claimed exclusively by running services; not using it"));
+    plan_free(&pl);
+    profile_free(&p);
+    claim_free(&k);
+    topo_free(&two);
 }
 
 static void test_claims(void **state)
@@ -901,6 +1008,8 @@ int main(void)
         cmocka_unit_test(test_thp_and_limit_steps),
         cmocka_unit_test(test_claims),
         cmocka_unit_test(test_swap_policy),
+        cmocka_unit_test(test_reasons_fit_any_profile),
+        cmocka_unit_test(test_one_is_singular),
     };
     return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
 }
