@@ -316,6 +316,12 @@ static int parse_args(int argc, char **argv, struct options *o)
                 npos--;
                 break;
             }
+    if (o->keys && o->verb != VERB_PROFILES)
+        return usage_error("%s", "--keys is for profiles only");
+    if ((o->data_dir || o->root) && o->verb != VERB_DOCTOR)
+        return usage_error("%s", "--data-dir and --root are doctor's only");
+    if (o->json && (o->verb == VERB_RUN || o->verb == VERB_SYSTEMD || o->verb == VERB_PROFILES))
+        return usage_error("%s", "--json goes with plan, topo, ps and doctor");
     if (o->verb == VERB_TOPO || o->verb == VERB_PROFILES || o->verb == VERB_PS) {
         const char *verb = o->verb == VERB_TOPO ? "topo" : o->verb == VERB_PS ? "ps" : "profiles";
         if (npos > 0)
@@ -324,16 +330,12 @@ static int parse_args(int argc, char **argv, struct options *o)
             return usage_error("%s takes no command", verb);
         if (o->verb == VERB_PS && (o->topology || o->nsets || o->strict || o->profile_file))
             return usage_error("%s", "ps takes only --json and --state-dir");
-        if (o->verb == VERB_PROFILES && (o->json || o->topology || o->nsets || o->strict))
+        if (o->verb == VERB_PROFILES && (o->topology || o->nsets || o->strict || o->profile_file))
             return usage_error("%s", "profiles takes only --keys");
         if (o->verb == VERB_TOPO && (o->nsets || o->strict || o->profile_file))
             return usage_error("%s", "topo takes only --json, --topology and --state-dir");
         return -1;
     }
-    if (o->keys)
-        return usage_error("%s", "--keys is for profiles only");
-    if ((o->data_dir || o->root) && o->verb != VERB_DOCTOR)
-        return usage_error("%s", "--data-dir and --root are doctor's only");
     if (o->verb == VERB_DOCTOR) {
         if (npos > 1)
             return usage_error("unexpected argument '%s' (one PROFILE at most)", rest[1]);
@@ -370,9 +372,11 @@ static int parse_args(int argc, char **argv, struct options *o)
             return usage_error("--topology %s describes another machine: run refuses to apply "
                                "its plan (use 'tunerun plan')",
                                o->topology);
-        if (o->json)
-            return usage_error("%s", "--json goes with plan and topo");
     }
+    if (o->verb == VERB_SYSTEMD && o->topology)
+        return usage_error("--topology %s describes another machine: a unit drop-in is for this "
+                           "one",
+                           o->topology);
     return -1;
 }
 
@@ -711,6 +715,30 @@ static int shrink_services(const struct plan *pl, struct registry *reg, struct m
     return failed;
 }
 
+/* Which of fds 0-2 the caller had closed: held on /dev/null until the exec. */
+static unsigned closed_std;
+
+/*
+ * A closed fd 0, 1 or 2 would be the next file tunerun opens: the state
+ * directory or its lock, and every message would go into that file. So
+ * each is held open on /dev/null while tunerun runs, and closed again just
+ * before the exec: the command gets the fds its caller gave.
+ */
+static void hold_std_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
+            open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) == fd)
+            closed_std |= 1u << fd;
+}
+
+static void release_std_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++)
+        if (closed_std & (1u << fd))
+            close(fd);
+}
+
 /* A claim's sets before this launch took CPUs from it. */
 struct claim_sets {
     size_t claim;
@@ -892,6 +920,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     }
     log_info("executing %s", o->command[0]);
     fflush(NULL);
+    release_std_fds();
     execvp(o->command[0], o->command);
     error = errno;
     log_error("cannot execute '%s': %s", o->command[0], strerror(error));
@@ -983,14 +1012,32 @@ static bool load_topology(const struct options *o, struct topo *t, struct state_
     return ok;
 }
 
+/*
+ * A plan, a unit drop-in or a listing that did not reach its file (a full
+ * disk, a closed stdout) is a failure, not a success, as coreutils has it.
+ * A verb that failed (125) has said why already.
+ */
+static int stdout_status(int status)
+{
+    bool closed = closed_std & 2;
+    int error = fflush(stdout) != 0 ? errno : 0;
+    if (status == EXIT_TUNERUN || (!closed && !ferror(stdout)))
+        return status;
+    log_error("write error on standard output: %s", closed  ? "it is closed"
+                                                    : error ? strerror(error)
+                                                            : "it failed");
+    return EXIT_TUNERUN;
+}
+
 int main(int argc, char **argv)
 {
     struct options o = {0};
+    hold_std_fds();
     log_init(LOG_NORMAL); /* so that usage errors carry their journald priority too */
     int status = parse_args(argc, argv, &o);
     if (status >= 0) {
         free(o.sets);
-        return status;
+        return stdout_status(status);
     }
     log_set_level(o.level);
 
@@ -1060,12 +1107,33 @@ int main(int argc, char **argv)
         ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
         exe[n > 0 ? n : 0] = '\0';
         char *file = o.profile_file ? realpath(o.profile_file, NULL) : NULL;
-        struct dropin_args a = {n > 0 ? exe : "/usr/bin/tunerun", file, o.sets, o.nsets, o.command};
+        /* the unit's tunerun runs elsewhere: a state directory by its absolute path */
+        char *dir = o.state_dir ? realpath(o.state_dir, NULL) : NULL;
+        if (o.state_dir && dir == NULL && o.state_dir[0] == '/')
+            dir = xstrdup(o.state_dir); /* made at the first launch */
+        if (o.state_dir && dir == NULL) {
+            log_error("--state-dir %s: %s; a unit needs it by its absolute path", o.state_dir,
+                      strerror(errno));
+            free(file);
+            profile_free(&p);
+            status = EXIT_TUNERUN;
+            goto out;
+        }
+        const char *verbosity = o.level == LOG_QUIET ? "-q" : o.level == LOG_VERBOSE ? "-v" : NULL;
+        struct dropin_args a = {n > 0 ? exe : "/usr/bin/tunerun",
+                                file,
+                                o.sets,
+                                o.nsets,
+                                o.command,
+                                o.strict,
+                                verbosity,
+                                dir};
         struct cgroup here;
         cgroup_detect(&here, false);
         systemd_dropin(stdout, &p, &a, systemd_version(), here.mode == CG_UNIFIED);
         cgroup_free(&here);
         free(file);
+        free(dir);
         profile_free(&p);
         status = 0;
         goto out;
@@ -1098,8 +1166,10 @@ int main(int argc, char **argv)
     topo_free(&t);
     profile_free(&p);
 out:
+    log_set_subject(NULL); /* the profile's name went with it */
     state_dir_close(&sd);
     free(exe_dir);
     free(o.sets);
-    return status;
+    /* a launch writes nothing to stdout, and what the command does with it is its own */
+    return o.verb == VERB_RUN ? status : stdout_status(status);
 }

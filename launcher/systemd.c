@@ -109,6 +109,14 @@ void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *
             "ExecStart=",
             p->name);
     put_word(f, a->tunerun);
+    if (a->strict)
+        fputs(" --strict", f);
+    if (a->verbosity)
+        fprintf(f, " %s", a->verbosity);
+    if (a->state_dir) {
+        fputs(" --state-dir ", f);
+        put_word(f, a->state_dir);
+    }
     if (a->profile_file) {
         fputs(" --profile-file ", f);
         put_word(f, a->profile_file);
@@ -194,7 +202,11 @@ void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *
      * for a plain one (a SystemCallFilter= of a few calls would deny all else).
      */
     fputs("# If the unit is hardened, tunerun also needs (see contrib/systemd/):\n"
-          "#   ReadWritePaths=-/run/tunerun     its claims, under ProtectSystem=strict\n"
+          "#   ReadWritePaths=-",
+          f);
+    put_word(f, a->state_dir ? a->state_dir : "/run/tunerun");
+    fputs("\n"
+          "#                                    its claims, under ProtectSystem=strict\n"
           "#   ExecPaths=",
           f);
     put_word(f, a->tunerun);
@@ -204,6 +216,7 @@ void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *
           "#   no ProtectProc=invisible         to see services that yield CPUs\n"
           "#   CAP_SYS_PTRACE CAP_SYS_NICE in CapabilityBoundingSet=, to see and move\n"
           "#                                    other users' processes that yield CPUs\n"
-          "#   no PrivateUsers=, and @privileged allowed, with [security] user\n",
+          "#   no PrivateUsers=, @privileged allowed, and CAP_SETUID CAP_SETGID\n"
+          "#   CAP_SETPCAP in CapabilityBoundingSet=, with [security] user\n",
           f);
 }

@@ -24,6 +24,9 @@ struct dropin_args {
     const char *const *sets;  /* --set assignments, kept as given */
     size_t nsets;
     char *const *command; /* NULL: a placeholder */
+    bool strict;
+    const char *verbosity; /* "-q", "-v" or NULL */
+    const char *state_dir; /* absolute, or NULL for the default */
 };
 
 void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *a, int version,
