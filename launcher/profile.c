@@ -283,20 +283,44 @@ static bool trusted_as_root(const char *path, const struct stat *st, struct err 
                 st->st_mode & 002 ? "others" : "its group", fix);
         return false;
     }
-    char *copy = xstrdup(path), *slash = strrchr(copy, '/');
-    const char *dir = slash == NULL ? "." : slash == copy ? "/" : (*slash = '\0', copy);
-    struct stat ds;
-    bool ok = stat(dir, &ds) == 0;
-    if (!ok)
-        err_set(e, "%s: cannot check its directory %s: %s", path, dir, strerror(errno));
-    else if (ds.st_uid != 0 || (ds.st_mode & 022)) {
+    /*
+     * The directory the path names and the one the file really is in (a
+     * symbolic link may lead elsewhere), and every directory on the way to
+     * that one: whoever may write any of them may swap the profile.
+     */
+    char *real = realpath(path, NULL);
+    if (real == NULL) {
+        err_set(e, "%s: cannot resolve it: %s", path, strerror(errno));
+        return false;
+    }
+    bool ok = true;
+    const char *named[] = {path, real};
+    for (size_t i = 0; i < 2 && ok; i++) {
+        char *copy = xstrdup(named[i]), *slash = strrchr(copy, '/');
+        const char *dir = slash == NULL ? "." : slash == copy ? "/" : (*slash = '\0', copy);
+        struct stat ds;
+        ok = stat(dir, &ds) == 0;
+        if (!ok)
+            err_set(e, "%s: cannot check its directory %s: %s", path, dir, strerror(errno));
+        else if (ds.st_uid != 0 || (ds.st_mode & 022)) {
+            err_set(e,
+                    "%s: its directory %s is %s; refusing it as root (anyone who may write there "
+                    "may replace the profile: keep profiles in a root-owned directory)",
+                    path, dir, ds.st_uid != 0 ? "not root's" : "writable by group or others");
+            ok = false;
+        }
+        free(copy);
+    }
+    char at[4096];
+    const char *way = ok ? path_untrusted_way(real, 0, at, sizeof(at)) : NULL;
+    if (way) {
         err_set(e,
-                "%s: its directory %s is %s; refusing it as root (anyone who may write there "
-                "may replace the profile: keep profiles in a root-owned directory)",
-                path, dir, ds.st_uid != 0 ? "not root's" : "writable by group or others");
+                "%s: %s on the way to it %s; refusing it as root (keep profiles where only root "
+                "may change them)",
+                path, at, way);
         ok = false;
     }
-    free(copy);
+    free(real);
     return ok;
 }
 

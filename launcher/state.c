@@ -48,6 +48,27 @@ enum state_status state_dir_open(struct state_dir *sd, const char *path, struct 
         err_set(e, "no state directory: XDG_RUNTIME_DIR is not set (see --state-dir)");
         return STATE_UNAVAILABLE;
     }
+    /*
+     * O_NOFOLLOW guards the last component only as the path ends in it:
+     * "link/" or "link/." would follow a planted link. So no trailing '/',
+     * and the last component must name the directory itself.
+     */
+    size_t len = strlen(sd->path);
+    while (len > 1 && sd->path[len - 1] == '/')
+        sd->path[--len] = '\0';
+    const char *last = strrchr(sd->path, '/');
+    last = last ? last + 1 : sd->path;
+    if (strcmp(last, "") == 0 || strcmp(last, ".") == 0 || strcmp(last, "..") == 0) {
+        err_set(e, "state directory %s: name the directory itself, not '/', '.' or '..'", sd->path);
+        return STATE_UNSAFE;
+    }
+    /* and nobody else may swap a directory on the way for a link to one of root's */
+    char at[4096];
+    const char *way = path_untrusted_way(sd->path, geteuid(), at, sizeof(at));
+    if (way) {
+        err_set(e, "state directory %s: %s on its way %s; refusing it", sd->path, at, way);
+        return STATE_UNSAFE;
+    }
     /* 0700: a user who could open `lock` or a claim file could lock it, and stall or fake launches
      */
     if (mkdir(sd->path, 0700) < 0 && errno != EEXIST) {

@@ -187,6 +187,49 @@ void mountinfo_unescape(char *s)
     *w = '\0';
 }
 
+/* One directory on a way for path_untrusted_way(). */
+static const char *way_untrusted(const char *dir, uid_t uid)
+{
+    struct stat st;
+    if (lstat(dir, &st) < 0)
+        return NULL;
+    if (S_ISLNK(st.st_mode)) {
+        if (st.st_uid != 0 && st.st_uid != uid)
+            return "is a symbolic link that belongs to another user";
+        if (stat(dir, &st) < 0)
+            return NULL;
+    }
+    if (!S_ISDIR(st.st_mode))
+        return NULL;
+    if (st.st_uid != 0 && st.st_uid != uid)
+        return "belongs to another user";
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+        return "is writable by group or others";
+    return NULL;
+}
+
+/*
+ * Written by hand: neither libc nor the libraries tunerun uses walks a
+ * path for ownership, as sudo and OpenSSH's StrictModes each do for their
+ * own files.
+ */
+const char *path_untrusted_way(const char *path, uid_t uid, char *at, size_t n)
+{
+    char *p = xstrdup(path);
+    const char *why = way_untrusted(p[0] == '/' ? "/" : ".", uid);
+    snprintf(at, n, "%s", p[0] == '/' ? "/" : ".");
+    for (size_t i = 1; why == NULL && p[i]; i++) {
+        if (p[i] != '/' || p[i - 1] == '/')
+            continue;
+        p[i] = '\0';
+        why = way_untrusted(p, uid);
+        snprintf(at, n, "%s", p);
+        p[i] = '/';
+    }
+    free(p);
+    return why;
+}
+
 /* One candidate for execve(): a regular file this process may execute. */
 static int exec_error(const char *file)
 {

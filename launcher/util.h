@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/resource.h>
+#include <sys/types.h>
 
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
@@ -44,6 +45,17 @@ bool read_line_file(const char *path, char *buf, size_t n);
 
 /* This boot's id (/proc/sys/kernel/random/boot_id), read once per process; NULL if none. */
 const char *boot_id(void);
+
+/*
+ * Why the way to `path` cannot be trusted, or NULL: every directory on it,
+ * from / (or the current directory) down to the one holding its last
+ * component, must belong to root or `uid` and be writable by no one else,
+ * unless it is sticky like /tmp (where no one else may replace what root
+ * or `uid` put there); a symbolic link on it must belong to root or `uid`
+ * and lead to such a directory. `at` gets the part of the path at fault.
+ * Parts that do not exist are left for the open that follows to report.
+ */
+const char *path_untrusted_way(const char *path, uid_t uid, char *at, size_t n);
 
 /*
  * Whether execvp() would find `cmd` and may execute it, with the effective
