@@ -763,7 +763,7 @@ static void choose_memory(struct ctx *c)
                  "memory auto -> %s %s: memory_size is not set, so prefer the node without "
                  "risking a strict bind",
                  plan_mpol_name(pl->mpol), list);
-        } else if (!t->memory_known || want + headroom <= fr) {
+        } else if (!t->memory_known || (want <= fr && fr - want >= headroom)) {
             pl->mpol = PLAN_MPOL_BIND;
             note(pl, NOTE_INFO,
                  "memory auto -> bind %s: memory_size %.1f GiB fits %.1f GiB free with headroom",

@@ -48,7 +48,7 @@
 #define LOCK_NAME    "lock"
 #define TABLE_NAME   "claims"
 #define CLAIM_PREFIX "claim."
-#define TABLE_MAX    (64u << 20)
+#define TABLE_MAX    (4u << 20) /* ten thousand lines: a thousand services and their past */
 #define CLAIM_MAX    (64u << 10)
 #define ENDED_KEPT   256 /* launch keys whose last placement is remembered */
 #define ENDED_TOKEN  "ended"

@@ -23,8 +23,11 @@ char *xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0
 /* "0-3,8" (hwloc's list format), or "none" for an empty set; caller frees. */
 char *bitmap_list(hwloc_const_bitmap_t set);
 
-/* The highest CPU or node index tunerun reads from a file (Linux's NR_CPUS stays far below). */
-#define BITMAP_MAX_INDEX (1UL << 20)
+/*
+ * The highest CPU or node index tunerun reads from a file: Linux has at most
+ * 8192 CPUs (NR_CPUS) and 1024 nodes, and a set of 8192 bits is 1 KiB.
+ */
+#define BITMAP_MAX_INDEX 8191UL
 /* bitmap_list()'s inverse: the kernel's list grammar or "none"; no index beyond the max. */
 bool bitmap_parse(hwloc_bitmap_t set, const char *list);
 

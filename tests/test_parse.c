@@ -125,6 +125,11 @@ static void test_registry_line(void **state)
     /* an index that would make hwloc allocate a gigabyte, an infinite set, a path */
     assert_false(registry_parse_line("claim.a.1 profile=a cpus=0-99999999999", &c, &ended));
     claim_free(&c);
+    /* Linux's last possible CPU, and one past it: a line never costs more than 1 KiB a set */
+    assert_true(registry_parse_line("claim.a.1 profile=a cpus=8191 nodes=0", &c, &ended));
+    claim_free(&c);
+    assert_false(registry_parse_line("claim.a.1 profile=a cpus=8192 nodes=0", &c, &ended));
+    claim_free(&c);
     assert_false(registry_parse_line("claim.a.1 profile=a cpus=0-", &c, &ended));
     claim_free(&c);
     assert_false(registry_parse_line("claim.a/../x profile=a cpus=0", &c, &ended));

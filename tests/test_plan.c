@@ -388,8 +388,10 @@ static void test_memory_auto(void **state)
         {"placement.memory_size=512M", PLAN_MPOL_BIND},        /* fits with headroom */
         {"placement.memory_size=900M", PLAN_MPOL_PREFERRED},   /* not with headroom */
         {"placement.memory_size=1500M", PLAN_MPOL_INTERLEAVE}, /* more than a node */
+        /* so much that adding the headroom would wrap around to a small number */
+        {"placement.memory_size=16769767339735956025", PLAN_MPOL_INTERLEAVE},
     };
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *const sets[] = {"placement.memory=auto", cases[i].size, NULL};
         struct profile p = load_profile("mysql", sets);
         struct plan pl = make_plan(&p, &t, NULL);
