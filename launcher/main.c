@@ -958,7 +958,7 @@ static int show_plan(const struct options *o, struct profile *p, struct topo *t,
 static int list_services(const struct options *o, struct state_dir *sd)
 {
     struct err e;
-    enum state_status st = state_dir_open(sd, o->state_dir, &e);
+    enum state_status st = state_dir_open(sd, o->state_dir, false, &e); /* ps changes nothing */
     if (st == STATE_UNAVAILABLE && o->state_dir == NULL) {
         if (o->json)
             printf("{\"state_dir\": null, \"claims\": []}\n");
@@ -988,7 +988,7 @@ static bool load_topology(const struct options *o, struct topo *t, struct state_
 {
     struct err e;
     if (o->topology == NULL) {
-        enum state_status st = state_dir_open(sd, o->state_dir, &e);
+        enum state_status st = state_dir_open(sd, o->state_dir, true, &e);
         if (st != STATE_OK && o->state_dir) {
             log_error("--state-dir: %s", e.msg);
             return false;

@@ -270,7 +270,7 @@ static int on_entry(void *user, const char *section, const char *key, const char
  * written, because it or its directory is theirs or writable by them.
  * Checked on the open file, and on the directory it was found in.
  */
-static bool trusted_as_root(const char *path, const struct stat *st, struct err *e)
+static bool trusted_as_root(const char *path, int fd, const struct stat *st, struct err *e)
 {
     const char *fix = "chown root: and chmod go-w it, or use a root-owned copy";
     if (st->st_uid != 0) {
@@ -288,9 +288,13 @@ static bool trusted_as_root(const char *path, const struct stat *st, struct err 
      * symbolic link may lead elsewhere), and every directory on the way to
      * that one: whoever may write any of them may swap the profile.
      */
-    char *real = realpath(path, NULL);
-    if (real == NULL) {
-        err_set(e, "%s: cannot resolve it: %s", path, strerror(errno));
+    char link[64], real[PATH_MAX];
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd); /* where the open file is, in one call */
+    ssize_t len = readlink(link, real, sizeof(real) - 1);
+    if (len > 0)
+        real[len] = '\0';
+    if ((len <= 0 || real[0] != '/') && realpath(path, real) == NULL) { /* no /proc */
+        err_set(e, "%s: cannot tell which directory it is in: %s", path, strerror(errno));
         return false;
     }
     bool ok = true;
@@ -320,7 +324,6 @@ static bool trusted_as_root(const char *path, const struct stat *st, struct err 
                 path, at, way);
         ok = false;
     }
-    free(real);
     return ok;
 }
 
@@ -337,7 +340,7 @@ static bool read_text(const char *path, char **text, struct err *e)
         close(fd);
         return false;
     }
-    if (geteuid() == 0 && !trusted_as_root(path, &st, e)) {
+    if (geteuid() == 0 && !trusted_as_root(path, fd, &st, e)) {
         close(fd);
         return false;
     }

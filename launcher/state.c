@@ -40,7 +40,7 @@ static const char *untrusted(const struct stat *st)
     return NULL;
 }
 
-enum state_status state_dir_open(struct state_dir *sd, const char *path, struct err *e)
+enum state_status state_dir_open(struct state_dir *sd, const char *path, bool create, struct err *e)
 {
     sd->fd = -1;
     sd->path = path ? xstrdup(path) : default_path();
@@ -71,7 +71,7 @@ enum state_status state_dir_open(struct state_dir *sd, const char *path, struct 
     }
     /* 0700: a user who could open `lock` or a claim file could lock it, and stall or fake launches
      */
-    if (mkdir(sd->path, 0700) < 0 && errno != EEXIST) {
+    if (create && mkdir(sd->path, 0700) < 0 && errno != EEXIST) {
         err_set(e, "cannot create state directory %s: %s", sd->path, strerror(errno));
         return STATE_UNAVAILABLE;
     }
@@ -97,6 +97,8 @@ enum state_status state_dir_open(struct state_dir *sd, const char *path, struct 
         close(fd);
         return STATE_UNSAFE;
     }
+    if (path == NULL && (st.st_mode & 077))
+        (void)fchmod(fd, 0700); /* best effort: it still works as it is */
     sd->fd = fd;
     return STATE_OK;
 }

@@ -28,8 +28,13 @@ struct state_dir {
     char *path; /* for messages; NULL when there is no candidate at all */
 };
 
-/* Open (creating if needed) `path`, or the default location when NULL. */
-enum state_status state_dir_open(struct state_dir *sd, const char *path, struct err *e);
+/*
+ * Open `path`, or the default location when NULL, creating it (0700) when
+ * `create` and missing. The default one, tunerun's own, is made 0700 if
+ * others may read it: its claim names say which services run.
+ */
+enum state_status state_dir_open(struct state_dir *sd, const char *path, bool create,
+                                 struct err *e);
 void state_dir_close(struct state_dir *sd);
 
 /*

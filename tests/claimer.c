@@ -35,7 +35,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: claimer STATE_DIR TOPOLOGY PROFILE_INI GO_FILE\n");
         return 2;
     }
-    if (state_dir_open(&sd, argv[1], &e) != STATE_OK || !topo_load(&t, argv[2], NULL, &e) ||
+    if (state_dir_open(&sd, argv[1], true, &e) != STATE_OK || !topo_load(&t, argv[2], NULL, &e) ||
         !profile_load(&p, argv[3], NULL, &e)) {
         fprintf(stderr, "claimer: %s\n", e.msg);
         return 2;

@@ -244,7 +244,7 @@ static void test_host_cache(void **state)
     assert_non_null(mkdtemp(dir));
     struct state_dir sd;
     struct err e;
-    assert_int_equal(state_dir_open(&sd, dir, &e), STATE_OK);
+    assert_int_equal(state_dir_open(&sd, dir, true, &e), STATE_OK);
 
     struct topo found, cached;
     if (!topo_load(&found, NULL, &sd, &e))
