@@ -26,7 +26,8 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(CFLAGS) $(DEPS_CFL
 
 LIB_SRC  = launcher/util.c launcher/parse.c launcher/log.c launcher/profile.c launcher/topo.c \
            launcher/plan.c launcher/apply.c launcher/report.c launcher/state.c \
-           launcher/registry.c launcher/procs.c launcher/ps.c launcher/cgroup.c launcher/systemd.c launcher/doctor.c launcher/privs.c
+           launcher/registry.c launcher/procs.c launcher/ps.c launcher/cgroup.c launcher/systemd.c \
+           launcher/doctor.c launcher/privs.c launcher/yield.c
 LIB_OBJ  = $(LIB_SRC:.c=.o)
 HDRS     = $(filter-out launcher/config.h,$(wildcard launcher/*.h))
 

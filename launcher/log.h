@@ -1,5 +1,6 @@
 /*
- * log.h - the one place tunerun talks to stderr.
+ * log.h - how tunerun talks to stderr (usage() and the "Try --help" line after a
+ * usage error aside, which are the command line's, not messages).
  *
  * Every line reads "tunerun: PROFILE: message". When stderr is the systemd
  * journal (JOURNAL_STREAM names our stderr), each line starts with its

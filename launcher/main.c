@@ -2,11 +2,12 @@
  * main.c - verbs and options; no policy.
  *
  *   tunerun [OPTIONS] PROFILE -- COMMAND [ARG...]   (the same as `run`)
- *   tunerun plan|topo|profiles ...
+ *   tunerun plan|topo|ps|systemd|doctor|profiles ...
  *
  * The flow of a launch is one-way: profile + topology -> plan -> apply ->
- * execvp. Everything that decides lives in plan.c; everything that touches
- * the process lives in apply.c; this file only wires them and picks the
+ * yield -> cgroup -> privileges -> execvp. Everything that decides lives in
+ * plan.c; what touches this process in apply.c, cgroup.c and privs.c; what
+ * touches running pools in yield.c. This file only wires them and picks the
  * exit status, as env(1) does: 125 for tunerun's own failures, 126 when the
  * command cannot run, 127 when it is not found, else the command's own.
  */
@@ -31,13 +32,13 @@
 #include "plan.h"
 #include "profile.h"
 #include "report.h"
-#include "procs.h"
 #include "ps.h"
 #include "registry.h"
 #include "state.h"
 #include "systemd.h"
 #include "util.h"
 #include "topo.h"
+#include "yield.h"
 
 #include "config.h" /* TUNERUN_VERSION, TUNERUN_DATADIR: written by the Makefile */
 #define ADMIN_PROFILE_DIR "/etc/tunerun/profiles"
@@ -220,7 +221,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         }
     o->command = dashdash < argc ? &argv[dashdash + 1] : NULL;
     o->level = LOG_NORMAL;
-    o->sets = calloc((size_t)argc, sizeof(char *));
+    o->sets = xcalloc((size_t)argc, sizeof(char *));
 
     /*
      * Options may sit before or after VERB and PROFILE, but not among the
@@ -380,14 +381,20 @@ static int parse_args(int argc, char **argv, struct options *o)
     return -1;
 }
 
+/* This binary's absolute path into exe (PATH_MAX bytes); false when /proc cannot say. */
+static bool self_exe(char *exe)
+{
+    ssize_t n = readlink("/proc/self/exe", exe, PATH_MAX - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    return n > 0;
+}
+
 /* profiles/ next to the binary, for a source tree that was never installed. */
 static char *exe_profile_dir(void)
 {
     char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n <= 0)
+    if (!self_exe(exe))
         return NULL;
-    exe[n] = '\0';
     char *dir = NULL;
     if (asprintf(&dir, "%s/profiles", dirname(exe)) < 0)
         return NULL;
@@ -413,7 +420,6 @@ static void build_paths(struct profile_paths *paths, char *exe_dir)
 
 static int list_profiles(const struct profile_paths *paths)
 {
-    printf("%-12s %-20s %s\n", "NAME", "SOURCE", "PATH");
     int found = 0;
     for (size_t i = 0; i < paths->n; i++) {
         struct dirent **names;
@@ -427,6 +433,8 @@ static int list_profiles(const struct profile_paths *paths)
                 snprintf(name, sizeof(name), "%.*s", (int)(len - 4), names[k]->d_name);
                 size_t where = 0;
                 char *winner = profile_find(name, paths, &where);
+                if (found == 0) /* a header over nothing would read as an empty success */
+                    printf("%-12s %-20s %s\n", "NAME", "SOURCE", "PATH");
                 printf("%-12s %-20s %s/%s%s\n", name, paths->labels[i], paths->dirs[i],
                        names[k]->d_name, winner && where != i ? "  (shadowed)" : "");
                 free(winner);
@@ -437,8 +445,7 @@ static int list_profiles(const struct profile_paths *paths)
         free(names);
     }
     if (!found)
-        fprintf(stderr, "tunerun: no profiles found in %s, %s\n", paths->dirs[0],
-                paths->dirs[paths->n - 1]);
+        log_error("no profiles found in %s, %s", paths->dirs[0], paths->dirs[paths->n - 1]);
     return found ? 0 : EXIT_TUNERUN;
 }
 
@@ -447,7 +454,7 @@ static bool load_profile(const struct options *o, const struct profile_paths *pa
 {
     char *path = NULL;
     if (o->profile_file) {
-        path = strdup(o->profile_file);
+        path = xstrdup(o->profile_file);
     } else {
         path = profile_locate(o->profile_name, paths, e);
         if (path == NULL)
@@ -594,127 +601,6 @@ static int claim(const struct profile *p, const struct plan *pl, const char *key
     return fd;
 }
 
-/* A thread whose affinity a shrink changed, and what it was: to undo under --strict. */
-struct moved {
-    long tid;
-    hwloc_bitmap_t was;
-};
-
-struct moves {
-    struct moved *v;
-    size_t n;
-};
-
-static void moves_undo(struct moves *m, bool restore)
-{
-    for (size_t i = 0; i < m->n; i++) {
-        if (restore)
-            thread_set_cpus(m->v[i].tid, m->v[i].was);
-        hwloc_bitmap_free(m->v[i].was);
-    }
-    free(m->v);
-    memset(m, 0, sizeof(*m));
-}
-
-/*
- * Move every thread of one process off `taken`. A thread left with no CPU
- * (one pinned to a taken CPU, as nginx's worker_cpu_affinity does) gets
- * what its service keeps. Returns how many threads failed to move.
- */
-static int shrink_process(long pid, hwloc_const_bitmap_t taken, hwloc_const_bitmap_t keeps,
-                          const char *who, struct moves *m, size_t *moved)
-{
-    struct pid_list tids;
-    int failed = 0;
-    if (!procs_threads(pid, &tids))
-        return 0; /* exited meanwhile */
-    hwloc_bitmap_t cur = hwloc_bitmap_alloc(), want = hwloc_bitmap_alloc();
-    for (size_t i = 0; i < tids.n; i++) {
-        if (thread_cpus(tids.v[i], cur) < 0)
-            continue; /* exited meanwhile */
-        hwloc_bitmap_andnot(want, cur, taken);
-        if (hwloc_bitmap_iszero(want))
-            hwloc_bitmap_copy(want, keeps);
-        if (hwloc_bitmap_isequal(want, cur))
-            continue;
-        if (thread_set_cpus(tids.v[i], want) < 0) {
-            if (errno != ESRCH) {
-                log_warn("%s: cannot move thread %ld of pid %ld off CPUs it yields: %s", who,
-                         tids.v[i], pid, strerror(errno));
-                failed++;
-            }
-            continue;
-        }
-        bool seen = false;
-        for (size_t k = 0; k < m->n && !seen; k++)
-            seen = m->v[k].tid == tids.v[i];
-        if (!seen) {
-            m->v = xrealloc(m->v, (m->n + 1) * sizeof(*m->v));
-            m->v[m->n++] = (struct moved){tids.v[i], hwloc_bitmap_dup(cur)};
-            (*moved)++;
-        }
-    }
-    hwloc_bitmap_free(cur);
-    hwloc_bitmap_free(want);
-    pid_list_free(&tids);
-    return failed;
-}
-
-#define SHRINK_PASSES 5
-
-/*
- * Running shared pools yield the CPUs this launch takes (plan.shrinks):
- * every thread of every process that holds the claim, plus the claim's own
- * pid for daemons that closed the fd. The holders are looked for again on
- * each pass, and passes repeat until one moves nothing (at most
- * SHRINK_PASSES), to catch workers and threads started meanwhile.
- * done[i] says whether shrink i moved everything it found. Returns the
- * number of failures; `m` records what moved.
- */
-static int shrink_services(const struct plan *pl, struct registry *reg, struct moves *m, bool *done)
-{
-    int failed = 0;
-    for (size_t i = 0; i < pl->nshrinks; i++) {
-        const struct plan_shrink *s = &pl->shrinks[i];
-        const struct claim *k = &reg->claims[s->claim];
-        char *gives = bitmap_list(s->gives), *keeps = bitmap_list(s->cpus);
-        size_t moved = 0, seen = 0;
-        int f = 0;
-        for (int pass = 0; pass < SHRINK_PASSES && f == 0; pass++) {
-            struct pid_list holders;
-            size_t was = moved;
-            registry_holders(reg, k, 1, &holders);
-            seen = holders.n > seen ? holders.n : seen;
-            for (size_t h = 0; h < holders.n; h++)
-                f += shrink_process(holders.v[h], s->gives, s->cpus, k->profile, m, &moved);
-            pid_list_free(&holders);
-            if (moved == was)
-                break;
-        }
-        if (seen == 0) {
-            log_warn("%s: none of its processes is visible from here (another pid namespace?), "
-                     "so it keeps CPUs %s too",
-                     k->profile, gives);
-            f++;
-        } else if (f > 0) {
-            log_warn("%s: moved %zu thread%s of %zu process%s off CPUs %s; %d could not be moved "
-                     "(above), so it keeps them too and shares them with this service (fix: "
-                     "CAP_SYS_NICE, and CAP_SYS_PTRACE to see what other users run)",
-                     k->profile, moved, moved == 1 ? "" : "s", seen, seen == 1 ? "" : "es", gives,
-                     f);
-        } else {
-            log_notice("%s: moved %zu thread%s of %zu process%s off CPUs %s; it keeps CPUs %s",
-                       k->profile, moved, moved == 1 ? "" : "s", seen, seen == 1 ? "" : "es", gives,
-                       keeps);
-        }
-        done[i] = f == 0;
-        failed += f;
-        free(gives);
-        free(keeps);
-    }
-    return failed;
-}
-
 /* Which of fds 0-2 the caller had closed: held on /dev/null until the exec. */
 static unsigned closed_std;
 
@@ -737,54 +623,6 @@ static void release_std_fds(void)
     for (int fd = 0; fd <= 2; fd++)
         if (closed_std & (1u << fd))
             close(fd);
-}
-
-/* A claim's sets before this launch took CPUs from it. */
-struct claim_sets {
-    size_t claim;
-    hwloc_bitmap_t cpus, nodes;
-};
-
-struct yielded {
-    struct claim_sets *v;
-    size_t n;
-};
-
-/*
- * A launch that made running services yield CPUs and then did not exec
- * (the exec itself failed: a script's missing interpreter, a binary for
- * another machine): their threads go back where they were and their
- * claims get their CPUs again, still under the registry lock. Threads
- * that a pool started meanwhile keep the smaller set.
- */
-static void give_back(struct registry *reg, struct moves *m, struct yielded *y)
-{
-    size_t failed = 0;
-    int error = 0;
-    for (size_t i = 0; i < m->n; i++)
-        if (thread_set_cpus(m->v[i].tid, m->v[i].was) < 0 && errno != ESRCH) {
-            error = errno;
-            failed++;
-        }
-    if (failed > 0)
-        log_warn("%zu thread%s of the services that yielded CPUs could not be moved back: %s; "
-                 "they keep the smaller set until they restart",
-                 failed, failed == 1 ? "" : "s", strerror(error));
-    moves_undo(m, false);
-    for (size_t i = 0; i < y->n; i++) {
-        struct err e;
-        const struct claim_sets *c = &y->v[i];
-        char *cpus = bitmap_list(c->cpus);
-        if (registry_update(reg, c->claim, c->cpus, c->nodes, &e))
-            log_notice("%s: gave CPUs %s back", reg->claims[c->claim].profile, cpus);
-        else
-            log_warn("registry: %s", e.msg);
-        free(cpus);
-        hwloc_bitmap_free(c->cpus);
-        hwloc_bitmap_free(c->nodes);
-    }
-    free(y->v);
-    memset(y, 0, sizeof(*y));
 }
 
 /*
@@ -810,12 +648,13 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     struct registry reg;
     char name[256];
     char key[CLAIM_KEY_LEN + 1];
-    int claim_fd = -1;
+    int claim_fd = -1, status = EXIT_TUNERUN;
+    const char *cmd = o->command[0];
     launch_key(p, o->command, key, sizeof(key));
     /* whether execvp() would find and may execute the command: before anything changes */
-    int error = command_error(o->command[0]);
+    int error = command_error(cmd);
     if (error != 0) {
-        log_error("cannot execute '%s': %s", o->command[0], strerror(error));
+        log_error("cannot execute '%s': %s", cmd, strerror(error));
         return error == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
     }
     if (sd->fd >= 0)
@@ -826,76 +665,38 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         registry_close(&reg);
         return EXIT_TUNERUN;
     }
+    struct step_result *res = xcalloc(pl.nsteps ? pl.nsteps : 1, sizeof(*res));
+    struct yield y = {0};
+    bool unprivileged = false;
     log_plan_notes(&pl);
     if (o->strict && pl.degraded) {
-        log_error("--strict: the plan does not fully honour the profile; not executing %s",
-                  o->command[0]);
-        plan_free(&pl);
-        registry_close(&reg);
-        return EXIT_TUNERUN;
+        log_error("--strict: the plan does not fully honour the profile; not executing %s", cmd);
+        goto refused;
     }
-    if (sd->fd >= 0 && (claim_fd = claim(p, &pl, key, &reg, name, sizeof(name))) < 0) {
-        plan_free(&pl);
-        registry_close(&reg);
-        return EXIT_TUNERUN;
-    }
-    struct step_result *res = xcalloc(pl.nsteps ? pl.nsteps : 1, sizeof(*res));
+    if (sd->fd >= 0 && (claim_fd = claim(p, &pl, key, &reg, name, sizeof(name))) < 0)
+        goto refused;
     apply_plan(&pl, res);
     int failed = log_results(&pl, res, false);
     if (o->strict && failed) {
         log_error("--strict: %d step%s failed; not executing %s", failed, failed == 1 ? "" : "s",
-                  o->command[0]);
-        if (claim_fd >= 0)
-            registry_drop(&reg, name, claim_fd);
-        registry_close(&reg);
-        plan_free(&pl);
-        free(res);
-        return EXIT_TUNERUN;
+                  cmd);
+        goto refused;
     }
-    struct moves moves = {0};
-    bool *done = xcalloc(pl.nshrinks ? pl.nshrinks : 1, sizeof(bool));
-    int stuck = shrink_services(&pl, &reg, &moves, done);
-    int cg_failed = 0;
-    if (!(o->strict && stuck)) {
-        apply_cgroup_step(&pl, res);
-        cg_failed = log_results(&pl, res, true);
+    int stuck = yield_take(&y, &pl, &reg);
+    if (o->strict && stuck) {
+        log_error("--strict: %d thread%s of running services could not yield their CPUs; "
+                  "moved the others back; not executing %s",
+                  stuck, stuck == 1 ? "" : "s", cmd);
+        yield_undo(&y);
+        goto refused;
     }
-    free(res);
-    if (o->strict && (stuck || cg_failed)) {
-        if (stuck)
-            log_error("--strict: %d thread%s of running services could not yield their CPUs; "
-                      "moved the others back; not executing %s",
-                      stuck, stuck == 1 ? "" : "s", o->command[0]);
-        else
-            log_error("--strict: the cgroup step failed; not executing %s", o->command[0]);
-        moves_undo(&moves, true);
-        if (claim_fd >= 0)
-            registry_drop(&reg, name, claim_fd);
-        registry_close(&reg);
-        plan_free(&pl);
-        free(done);
-        return EXIT_TUNERUN;
+    apply_cgroup_step(&pl, res);
+    if (log_results(&pl, res, true) && o->strict) {
+        log_error("--strict: the cgroup step failed; not executing %s", cmd);
+        yield_undo(&y);
+        goto refused;
     }
-    /* what each yielding claim held, to give it back if the command does not run after all */
-    struct yielded was = {xcalloc(pl.nshrinks ? pl.nshrinks : 1, sizeof(*was.v)), 0};
-    for (size_t i = 0; i < pl.nshrinks; i++) {
-        const struct plan_shrink *s = &pl.shrinks[i];
-        /* the claim shrinks only with its threads: one that stayed is no smaller */
-        if (!done[i])
-            continue;
-        const struct claim *k = &reg.claims[s->claim];
-        struct claim_sets before = {s->claim, hwloc_bitmap_dup(k->cpus),
-                                    hwloc_bitmap_dup(k->nodes)};
-        struct err e;
-        if (registry_update(&reg, s->claim, s->cpus, s->nodes, &e)) {
-            was.v[was.n++] = before;
-            continue;
-        }
-        log_warn("registry: %s", e.msg);
-        hwloc_bitmap_free(before.cpus);
-        hwloc_bitmap_free(before.nodes);
-    }
-    free(done);
+    yield_record(&y, &pl, &reg);
     /*
      * The table is written, and the lock stays held until the exec closes
      * it (O_CLOEXEC): a launch that does not exec after all gives back,
@@ -904,30 +705,38 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     registry_flush(&reg);
     if (pv) {
         char why[1024];
-        bool changed, cannot_exec;
-        error = privs_drop(pv, o->command[0], &changed, &cannot_exec, why, sizeof(why));
-        if (error != 0) {
+        bool cannot_exec;
+        if (privs_drop(pv, cmd, &unprivileged, &cannot_exec, why, sizeof(why)) != 0) {
             /* never a warning: the service would run with more than its profile gives it */
-            log_error("privileges: %s; not executing %s", why, o->command[0]);
-            give_back(&reg, &moves, &was);
-            abandon(&reg, name, claim_fd, changed);
-            plan_free(&pl);
-            return cannot_exec ? EXIT_CANNOT_RUN : EXIT_TUNERUN;
+            log_error("privileges: %s; not executing %s", why, cmd);
+            status = cannot_exec ? EXIT_CANNOT_RUN : EXIT_TUNERUN;
+            goto abandoned;
         }
         char *who = privs_describe(pv);
         log_info("ok      privileges             %s", who);
         free(who);
     }
-    log_info("executing %s", o->command[0]);
+    log_info("executing %s", cmd);
     fflush(NULL);
     release_std_fds();
-    execvp(o->command[0], o->command);
+    execvp(cmd, o->command);
     error = errno;
-    log_error("cannot execute '%s': %s", o->command[0], strerror(error));
-    give_back(&reg, &moves, &was);
-    abandon(&reg, name, claim_fd, pv && pv->change_id && geteuid() != 0);
+    log_error("cannot execute '%s': %s", cmd, strerror(error));
+    status = error == ENOENT || error == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+    unprivileged = pv && pv->change_id && geteuid() != 0;
+abandoned:
+    yield_give_back(&y, &reg);
+    abandon(&reg, name, claim_fd, unprivileged);
+    goto out;
+refused:
+    if (claim_fd >= 0)
+        registry_drop(&reg, name, claim_fd);
+    registry_close(&reg);
+out:
+    yield_free(&y);
+    free(res);
     plan_free(&pl);
-    return error == ENOENT || error == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+    return status;
 }
 
 static int show_plan(const struct options *o, struct profile *p, struct topo *t,
@@ -1083,7 +892,7 @@ int main(int argc, char **argv)
 
     /* Until the profile names itself, messages carry the name it was asked by. */
     const char *slash = o.profile_file ? strrchr(o.profile_file, '/') : NULL;
-    char *asked = strdup(o.profile_name ? o.profile_name : slash ? slash + 1 : o.profile_file);
+    char *asked = xstrdup(o.profile_name ? o.profile_name : slash ? slash + 1 : o.profile_file);
     char *dot = strstr(asked, ".ini");
     if (dot && dot[4] == '\0')
         *dot = '\0';
@@ -1103,9 +912,8 @@ int main(int argc, char **argv)
         goto out;
     }
     if (o.verb == VERB_SYSTEMD) {
-        char exe[4096];
-        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-        exe[n > 0 ? n : 0] = '\0';
+        char exe[PATH_MAX];
+        bool known = self_exe(exe);
         char *file = o.profile_file ? realpath(o.profile_file, NULL) : NULL;
         /* the unit's tunerun runs elsewhere: a state directory by its absolute path */
         char *dir = o.state_dir ? realpath(o.state_dir, NULL) : NULL;
@@ -1120,7 +928,7 @@ int main(int argc, char **argv)
             goto out;
         }
         const char *verbosity = o.level == LOG_QUIET ? "-q" : o.level == LOG_VERBOSE ? "-v" : NULL;
-        struct dropin_args a = {n > 0 ? exe : "/usr/bin/tunerun",
+        struct dropin_args a = {known ? exe : "/usr/bin/tunerun",
                                 file,
                                 o.sets,
                                 o.nsets,

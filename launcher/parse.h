@@ -3,7 +3,8 @@
  *
  * Every parser is strict (no trailing junk, no silent wrap-around) and
  * reports failure as a short phrase that callers put after "file:line: key:".
- * They touch nothing but their arguments, so the fuzzers can drive them.
+ * They touch nothing but their arguments and the reason kept for
+ * parse_error(), so the fuzzers can drive them.
  */
 #ifndef TUNERUN_PARSE_H
 #define TUNERUN_PARSE_H

@@ -349,10 +349,7 @@ static void reserve_last_core(const struct ctx *c, const struct claim *k, hwloc_
     hwloc_bitmap_free(mine);
 }
 
-/*
- * Where the chosen CPUs meet a conflicting service's: keep off its cores if
- * any remain; else have it yield them, as long as it keeps a core.
- */
+/* Keep one CPU of each core in `set` (below: smt = no). */
 static void drop_smt_siblings(const struct topo *t, hwloc_bitmap_t set);
 
 /* CPUs of a set as the profile counts them: one per core with smt = no. */

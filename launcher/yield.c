@@ -1,0 +1,175 @@
+/*
+ * yield.c - running shared pools give up the CPUs a launch takes.
+ *
+ * A pool (nginx's workers) claims every CPU it may run on; a placed service
+ * started later (mysql on one node) takes some, and the pool's threads are
+ * moved off them here, from outside: sched_setaffinity() per thread, found
+ * through /proc. What moved is recorded, so that --strict can put it back,
+ * and so can a launch whose exec fails.
+ */
+#include "yield.h"
+#include "log.h"
+#include "procs.h"
+#include "util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Move every thread of one process off `taken`. A thread left with no CPU
+ * (one pinned to a taken CPU, as nginx's worker_cpu_affinity does) gets
+ * what its service keeps. Returns how many threads failed to move.
+ */
+static int shrink_process(long pid, hwloc_const_bitmap_t taken, hwloc_const_bitmap_t keeps,
+                          const char *who, struct yield *y, size_t *moved)
+{
+    struct pid_list tids;
+    int failed = 0;
+    if (!procs_threads(pid, &tids))
+        return 0; /* exited meanwhile */
+    hwloc_bitmap_t cur = hwloc_bitmap_alloc(), want = hwloc_bitmap_alloc();
+    for (size_t i = 0; i < tids.n; i++) {
+        if (thread_cpus(tids.v[i], cur) < 0)
+            continue; /* exited meanwhile */
+        hwloc_bitmap_andnot(want, cur, taken);
+        if (hwloc_bitmap_iszero(want))
+            hwloc_bitmap_copy(want, keeps);
+        if (hwloc_bitmap_isequal(want, cur))
+            continue;
+        if (thread_set_cpus(tids.v[i], want) < 0) {
+            if (errno != ESRCH) {
+                log_warn("%s: cannot move thread %ld of pid %ld off CPUs it yields: %s", who,
+                         tids.v[i], pid, strerror(errno));
+                failed++;
+            }
+            continue;
+        }
+        bool seen = false;
+        for (size_t k = 0; k < y->nthreads && !seen; k++)
+            seen = y->threads[k].tid == tids.v[i];
+        if (!seen) {
+            y->threads = xrealloc(y->threads, (y->nthreads + 1) * sizeof(*y->threads));
+            y->threads[y->nthreads++] = (struct moved_thread){tids.v[i], hwloc_bitmap_dup(cur)};
+            (*moved)++;
+        }
+    }
+    hwloc_bitmap_free(cur);
+    hwloc_bitmap_free(want);
+    pid_list_free(&tids);
+    return failed;
+}
+
+#define SHRINK_PASSES 5
+
+int yield_take(struct yield *y, const struct plan *pl, struct registry *reg)
+{
+    int failed = 0;
+    y->done = xcalloc(pl->nshrinks ? pl->nshrinks : 1, sizeof(bool));
+    for (size_t i = 0; i < pl->nshrinks; i++) {
+        const struct plan_shrink *s = &pl->shrinks[i];
+        const struct claim *k = &reg->claims[s->claim];
+        char *gives = bitmap_list(s->gives), *keeps = bitmap_list(s->cpus);
+        size_t moved = 0, seen = 0;
+        int f = 0;
+        for (int pass = 0; pass < SHRINK_PASSES && f == 0; pass++) {
+            struct pid_list holders;
+            size_t was = moved;
+            registry_holders(reg, k, 1, &holders);
+            seen = holders.n > seen ? holders.n : seen;
+            for (size_t h = 0; h < holders.n; h++)
+                f += shrink_process(holders.v[h], s->gives, s->cpus, k->profile, y, &moved);
+            pid_list_free(&holders);
+            if (moved == was)
+                break;
+        }
+        if (seen == 0) {
+            log_warn("%s: none of its processes is visible from here (another pid namespace?), "
+                     "so it keeps CPUs %s too",
+                     k->profile, gives);
+            f++;
+        } else if (f > 0) {
+            log_warn("%s: moved %zu thread%s of %zu process%s off CPUs %s; %d could not be moved "
+                     "(above), so it keeps them too and shares them with this service (fix: "
+                     "CAP_SYS_NICE, and CAP_SYS_PTRACE to see what other users run)",
+                     k->profile, moved, moved == 1 ? "" : "s", seen, seen == 1 ? "" : "es", gives,
+                     f);
+        } else {
+            log_notice("%s: moved %zu thread%s of %zu process%s off CPUs %s; it keeps CPUs %s",
+                       k->profile, moved, moved == 1 ? "" : "s", seen, seen == 1 ? "" : "es", gives,
+                       keeps);
+        }
+        y->done[i] = f == 0;
+        failed += f;
+        free(gives);
+        free(keeps);
+    }
+    return failed;
+}
+
+void yield_undo(struct yield *y)
+{
+    for (size_t i = 0; i < y->nthreads; i++)
+        thread_set_cpus(y->threads[i].tid, y->threads[i].was);
+}
+
+void yield_record(struct yield *y, const struct plan *pl, struct registry *reg)
+{
+    y->claims = xcalloc(pl->nshrinks ? pl->nshrinks : 1, sizeof(*y->claims));
+    for (size_t i = 0; i < pl->nshrinks; i++) {
+        const struct plan_shrink *s = &pl->shrinks[i];
+        /* the claim shrinks only with its threads: one that stayed is no smaller */
+        if (!y->done[i])
+            continue;
+        const struct claim *k = &reg->claims[s->claim];
+        struct shrunk_claim before = {s->claim, hwloc_bitmap_dup(k->cpus),
+                                      hwloc_bitmap_dup(k->nodes)};
+        struct err e;
+        if (registry_update(reg, s->claim, s->cpus, s->nodes, &e)) {
+            y->claims[y->nclaims++] = before;
+            continue;
+        }
+        log_warn("registry: %s", e.msg);
+        hwloc_bitmap_free(before.cpus);
+        hwloc_bitmap_free(before.nodes);
+    }
+}
+
+void yield_give_back(struct yield *y, struct registry *reg)
+{
+    size_t failed = 0;
+    int error = 0;
+    for (size_t i = 0; i < y->nthreads; i++)
+        if (thread_set_cpus(y->threads[i].tid, y->threads[i].was) < 0 && errno != ESRCH) {
+            error = errno;
+            failed++;
+        }
+    if (failed > 0)
+        log_warn("%zu thread%s of the services that yielded CPUs could not be moved back: %s; "
+                 "they keep the smaller set until they restart",
+                 failed, failed == 1 ? "" : "s", strerror(error));
+    for (size_t i = 0; i < y->nclaims; i++) {
+        struct err e;
+        const struct shrunk_claim *c = &y->claims[i];
+        char *cpus = bitmap_list(c->cpus);
+        if (registry_update(reg, c->claim, c->cpus, c->nodes, &e))
+            log_notice("%s: gave CPUs %s back", reg->claims[c->claim].profile, cpus);
+        else
+            log_warn("registry: %s", e.msg);
+        free(cpus);
+    }
+}
+
+void yield_free(struct yield *y)
+{
+    for (size_t i = 0; i < y->nthreads; i++)
+        hwloc_bitmap_free(y->threads[i].was);
+    for (size_t i = 0; i < y->nclaims; i++) {
+        hwloc_bitmap_free(y->claims[i].cpus);
+        hwloc_bitmap_free(y->claims[i].nodes);
+    }
+    free(y->threads);
+    free(y->done);
+    free(y->claims);
+    memset(y, 0, sizeof(*y));
+}

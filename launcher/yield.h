@@ -1,0 +1,56 @@
+/*
+ * yield.h - running shared pools give up the CPUs a launch takes, and get
+ * them back when the launch does not exec after all.
+ */
+#ifndef TUNERUN_YIELD_H
+#define TUNERUN_YIELD_H
+
+#include <stddef.h>
+
+#include "plan.h"
+#include "registry.h"
+
+/* A thread whose affinity the yield changed, and what it was. */
+struct moved_thread {
+    long tid;
+    hwloc_bitmap_t was;
+};
+
+/* A claim the yield made smaller, and the sets it held before. */
+struct shrunk_claim {
+    size_t claim; /* index in the registry's claims */
+    hwloc_bitmap_t cpus, nodes;
+};
+
+struct yield {
+    struct moved_thread *threads;
+    size_t nthreads;
+    bool *done; /* per plan shrink: every thread it found moved */
+    struct shrunk_claim *claims;
+    size_t nclaims;
+};
+
+/*
+ * Move every thread of every process of each pool in pl->shrinks off the
+ * CPUs it gives (each pool's holders looked for again on each of a few
+ * passes, for workers started meanwhile), saying what moved. Returns how
+ * many threads could not be moved; `y` records what did.
+ */
+int yield_take(struct yield *y, const struct plan *pl, struct registry *reg);
+
+/* Under --strict: every thread moved goes back where it was. */
+void yield_undo(struct yield *y);
+
+/* Each pool whose threads all moved gets its smaller claim; `y` keeps the old one. */
+void yield_record(struct yield *y, const struct plan *pl, struct registry *reg);
+
+/*
+ * The command did not run after all: the threads go back where they were
+ * and the claims get their CPUs again, under the registry lock the launch
+ * still holds. Threads a pool started meanwhile keep the smaller set.
+ */
+void yield_give_back(struct yield *y, struct registry *reg);
+
+void yield_free(struct yield *y);
+
+#endif
