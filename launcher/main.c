@@ -611,12 +611,16 @@ static unsigned closed_std;
  * each is held open on /dev/null while tunerun runs, and closed again just
  * before the exec: the command gets the fds its caller gave.
  */
-static void hold_std_fds(void)
+static bool hold_std_fds(void)
 {
-    for (int fd = 0; fd <= 2; fd++)
-        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
-            open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) == fd)
-            closed_std |= 1u << fd;
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+            continue;
+        if (open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd)
+            return false; /* no /dev/null (a bare chroot): the next open would take fd */
+        closed_std |= 1u << fd;
+    }
+    return true;
 }
 
 static void release_std_fds(void)
@@ -628,18 +632,28 @@ static void release_std_fds(void)
 
 /*
  * A launch that got as far as the privilege drop and will not exec after
- * all: out of the cgroup it entered, and its claim dropped. Once it is no
- * longer root, neither can be undone, and the message says who will.
+ * all: out of the cgroup it entered, and, under the registry's lock taken
+ * again (the table may have changed since), the CPUs pools yielded to it
+ * given back and its claim dropped. Once it is no longer root none of that
+ * can be done, and the message says who will.
  */
-static void abandon(struct registry *reg, const char *name, int claim_fd, bool unprivileged)
+static void abandon(const struct state_dir *sd, struct registry *reg, struct yield *y,
+                    const char *name, int claim_fd, bool unprivileged)
 {
-    if (unprivileged)
-        log_notice("no longer root: its claim is left for the next launch to remove, and its "
-                   "cgroup for the sweep");
-    cgroup_leave();
-    if (claim_fd >= 0)
-        registry_drop(reg, name, claim_fd);
     registry_close(reg);
+    cgroup_leave();
+    if (unprivileged) {
+        log_notice("no longer root: its claim is left for the next launch to remove, its cgroup "
+                   "for the sweep, and services that yielded CPUs to it keep the smaller set "
+                   "until they restart");
+        return;
+    }
+    struct registry again;
+    if (claim_fd < 0 || !open_registry(sd, &again, REGISTRY_WRITE))
+        return;
+    yield_give_back(y, &again);
+    registry_drop(&again, name, claim_fd);
+    registry_close(&again);
 }
 
 static int run(const struct options *o, struct profile *p, struct topo *t,
@@ -652,9 +666,13 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     int claim_fd = -1, status = EXIT_TUNERUN;
     const char *cmd = o->command[0];
     launch_key(p, o->command, key, sizeof(key));
-    /* whether execvp() would find and may execute the command: before anything changes */
+    /*
+     * Whether execvp() would find and may execute the command: before
+     * anything changes. A service user's right to execute it is checked as
+     * that user (privs_drop()); root may be refused what it may run (NFS).
+     */
     int error = command_error(cmd);
-    if (error != 0) {
+    if (error != 0 && !(pv && pv->change_id && error != ENOENT)) {
         log_error("cannot execute '%s': %s", cmd, strerror(error));
         return error == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
     }
@@ -698,12 +716,8 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         goto refused;
     }
     yield_record(&y, &pl, &reg);
-    /*
-     * The table is written, and the lock stays held until the exec closes
-     * it (O_CLOEXEC): a launch that does not exec after all gives back,
-     * under the lock, what it took.
-     */
-    registry_flush(&reg);
+    /* no lock held over the exec: a hung filesystem would stall every launch behind it */
+    registry_release(&reg);
     if (pv) {
         char why[1024];
         bool cannot_exec;
@@ -722,12 +736,12 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     release_std_fds();
     execvp(cmd, o->command);
     error = errno;
+    (void)hold_std_fds(); /* what abandon() opens must not land on 0-2 */
     log_error("cannot execute '%s': %s", cmd, strerror(error));
     status = error == ENOENT || error == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
     unprivileged = pv && pv->change_id && geteuid() != 0;
 abandoned:
-    yield_give_back(&y, &reg);
-    abandon(&reg, name, claim_fd, unprivileged);
+    abandon(sd, &reg, &y, name, claim_fd, unprivileged);
     goto out;
 refused:
     if (claim_fd >= 0)
@@ -842,7 +856,11 @@ static int stdout_status(int status)
 int main(int argc, char **argv)
 {
     struct options o = {0};
-    hold_std_fds();
+    if (!hold_std_fds()) {
+        log_init(LOG_NORMAL);
+        log_error("fds 0-2 must be open, or /dev/null there to hold them: %s", strerror(errno));
+        return EXIT_TUNERUN;
+    }
     log_init(LOG_NORMAL); /* so that usage errors carry their journald priority too */
     int status = parse_args(argc, argv, &o);
     if (status >= 0) {

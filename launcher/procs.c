@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -54,10 +53,24 @@ static bool numeric(const char *s, long *v)
     return *end == '\0';
 }
 
+unsigned long long procs_lock_ino(const char *lock)
+{
+    const char *end = strchr(lock, '\n');
+    for (const char *p = lock; p && *p && (!end || p < end); p = strchr(p + 1, ' ')) {
+        unsigned major, minor;
+        unsigned long long ino;
+        char after;
+        if (sscanf(p, " %x:%x:%llu%c", &major, &minor, &ino, &after) == 4 && after == ' ')
+            return ino;
+    }
+    return 0;
+}
+
 /*
  * The mount and inode of an open file, from /proc/PID/fdinfo/FD: no call
- * reaches the file's filesystem. ino is 0 before Linux 5.14, which shows
- * only mnt_id.
+ * reaches the file's filesystem. Before Linux 5.14 fdinfo has no "ino:",
+ * and the inode comes from the line of the OFD lock every claim fd holds
+ * (Linux 4.1 and later); 0 when neither says.
  */
 static bool fd_info(long pid, long fd, int *mnt_id, unsigned long long *ino)
 {
@@ -72,7 +85,8 @@ static bool fd_info(long pid, long fd, int *mnt_id, unsigned long long *ino)
         return false;
     buf[len] = '\0';
     const char *m = strstr(buf, "\nmnt_id:"), *i = strstr(buf, "\nino:");
-    *ino = i ? strtoull(i + 5, NULL, 10) : 0;
+    const char *lock = strstr(buf, "\nlock:");
+    *ino = i ? strtoull(i + 5, NULL, 10) : lock ? procs_lock_ino(lock + 6) : 0;
     return m && sscanf(m + 8, "%d", mnt_id) == 1;
 }
 
@@ -179,20 +193,12 @@ void procs_holding(const struct file_id *files, size_t n, unsigned long long dev
              * Which file, from fdinfo and mountinfo, never by a stat through
              * the link: a stat on another filesystem (a user's FUSE file named
              * claim.x) could hang, and the registry lock with it, for ever.
-             * A stat is left for kernels whose fdinfo has no inode (before
-             * 5.14), on the claims' own filesystem.
              */
             int mnt;
             unsigned long long ino;
-            struct stat st;
-            if (strstr(target, CLAIM_MARK) == NULL || !fd_info(pid, fd, &mnt, &ino) ||
-                mount_dev(pid, mnt) != dev)
+            if (dev == 0 || strstr(target, CLAIM_MARK) == NULL || !fd_info(pid, fd, &mnt, &ino) ||
+                ino == 0 || mount_dev(pid, mnt) != dev)
                 continue;
-            if (ino == 0) {
-                if (stat(link, &st) < 0)
-                    continue;
-                ino = st.st_ino;
-            }
             for (size_t i = 0; i < n; i++)
                 if (files[i].ino == ino)
                     pid_list_add(&out[i], pid);

@@ -24,6 +24,10 @@ struct pid_list {
     size_t n;
 };
 
+/* The inode a "lock:" line of /proc/PID/fdinfo names ("... READ -1 fe:00:10989516 0 EOF"); 0 if
+ * none. */
+unsigned long long procs_lock_ino(const char *lock_line);
+
 /* The device of the mount fd is open on, as /proc/self/mountinfo lists it; 0 when unknown. */
 unsigned long long procs_mount_dev(int fd);
 

@@ -912,18 +912,13 @@ void registry_disown(const struct state_dir *sd)
     closedir(fds);
 }
 
-void registry_flush(struct registry *r)
+void registry_release(struct registry *r)
 {
     if (r->lock_fd >= 0 && !r->readonly && (r->pending || r->rewrite)) {
         struct err e;
         if (!flush_table(r, NULL, &e))
             log_warn("registry: %s", e.msg);
     }
-}
-
-void registry_release(struct registry *r)
-{
-    registry_flush(r);
     if (r->lock_fd >= 0)
         close(r->lock_fd);
     r->lock_fd = -1;

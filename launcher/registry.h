@@ -118,9 +118,10 @@ const struct claim *registry_previous(struct registry *r, const char *key);
  */
 void registry_disown(const struct state_dir *sd);
 
-/* Write back what changed, keeping the lock: a launch holds it until its exec. */
-void registry_flush(struct registry *r);
-/* registry_flush(), then release the lock, keeping the claims in memory. */
+/*
+ * Write back what changed and release the lock, keeping the claims in
+ * memory: just before exec, which frees them faster than free(3) would.
+ */
 void registry_release(struct registry *r);
 /* registry_release(), then free the claims. */
 void registry_close(struct registry *r);

@@ -65,6 +65,11 @@ enum state_status state_dir_open(struct state_dir *sd, const char *path, bool cr
     /* and nobody else may swap a directory on the way for a link to one of root's */
     char at[4096];
     const char *way = path_untrusted_way(sd->path, geteuid(), at, sizeof(at));
+    if (way && faccessat(AT_FDCWD, at, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
+        /* missing or out of reach, as a read-only /run is: nothing unsafe about it */
+        err_set(e, "cannot create state directory %s: %s: %s", sd->path, at, strerror(errno));
+        return STATE_UNAVAILABLE;
+    }
     if (way) {
         err_set(e, "state directory %s: %s on its way %s; refusing it", sd->path, at, way);
         return STATE_UNSAFE;

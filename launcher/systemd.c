@@ -204,7 +204,8 @@ void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *
     fputs("# If the unit is hardened, tunerun also needs (see contrib/systemd/):\n"
           "#   ReadWritePaths=-",
           f);
-    put_word(f, a->state_dir ? a->state_dir : "/run/tunerun");
+    /* a path as ReadWritePaths= reads it: no $ expansion there, unlike ExecStart= */
+    fputs(a->state_dir ? a->state_dir : "/run/tunerun", f);
     fputs("\n"
           "#                                    its claims, under ProtectSystem=strict\n"
           "#   ExecPaths=",

@@ -187,25 +187,61 @@ void mountinfo_unescape(char *s)
     *w = '\0';
 }
 
-/* One directory on a way for path_untrusted_way(). */
-static const char *way_untrusted(const char *dir, uid_t uid)
+/* One directory on a way, as path_untrusted_way() wants it; a link is followed by the caller. */
+static const char *dir_untrusted(const struct stat *st, uid_t uid)
 {
-    struct stat st;
-    if (lstat(dir, &st) < 0)
-        return NULL;
-    if (S_ISLNK(st.st_mode)) {
-        if (st.st_uid != 0 && st.st_uid != uid)
-            return "is a symbolic link that belongs to another user";
-        if (stat(dir, &st) < 0)
-            return NULL;
-    }
-    if (!S_ISDIR(st.st_mode))
-        return NULL;
-    if (st.st_uid != 0 && st.st_uid != uid)
+    if (!S_ISDIR(st->st_mode))
+        return "is not a directory";
+    if (st->st_uid != 0 && st->st_uid != uid)
         return "belongs to another user";
-    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+    if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX))
         return "is writable by group or others";
     return NULL;
+}
+
+static const char *walk(const char *path, bool whole, uid_t uid, int depth, char *at, size_t n);
+
+/*
+ * One step of a way: a directory, or a symbolic link that is root's or
+ * uid's and whose own way, to where it really leads, passes too (once:
+ * `depth`). `at` names the step.
+ */
+static const char *step_untrusted(const char *dir, uid_t uid, int depth, char *at, size_t n)
+{
+    snprintf(at, n, "%s", dir);
+    struct stat st;
+    if (lstat(dir, &st) < 0)
+        return errno == ENOENT ? "does not exist" : strerror(errno);
+    if (!S_ISLNK(st.st_mode))
+        return dir_untrusted(&st, uid);
+    if (st.st_uid != 0 && st.st_uid != uid)
+        return "is a symbolic link that belongs to another user";
+    if (depth > 0)
+        return "is a symbolic link on the way a symbolic link leads";
+    char *real = realpath(dir, NULL);
+    if (real == NULL)
+        return strerror(errno);
+    const char *why = walk(real, true, uid, depth + 1, at, n);
+    free(real);
+    return why;
+}
+
+/* The steps of `path` before its last component, and that one too with `whole`. */
+static const char *walk(const char *path, bool whole, uid_t uid, int depth, char *at, size_t n)
+{
+    const char *why = step_untrusted(path[0] == '/' ? "/" : ".", uid, depth, at, n);
+    char *p = xstrdup(path);
+    size_t len = strlen(p);
+    for (size_t i = 1; why == NULL && i <= len; i++) {
+        if (p[i - 1] == '/' || (i < len && p[i] != '/') || (i == len && !whole))
+            continue; /* not the end of a component, or the last one unasked */
+        char c = p[i];
+        p[i] = '\0';
+        why = step_untrusted(p, uid, depth, at, n);
+        p[i] = c;
+    }
+    free(p);
+    return why;
 }
 
 /*
@@ -215,19 +251,7 @@ static const char *way_untrusted(const char *dir, uid_t uid)
  */
 const char *path_untrusted_way(const char *path, uid_t uid, char *at, size_t n)
 {
-    char *p = xstrdup(path);
-    const char *why = way_untrusted(p[0] == '/' ? "/" : ".", uid);
-    snprintf(at, n, "%s", p[0] == '/' ? "/" : ".");
-    for (size_t i = 1; why == NULL && p[i]; i++) {
-        if (p[i] != '/' || p[i - 1] == '/')
-            continue;
-        p[i] = '\0';
-        why = way_untrusted(p, uid);
-        snprintf(at, n, "%s", p);
-        p[i] = '/';
-    }
-    free(p);
-    return why;
+    return walk(path, false, uid, 0, at, n);
 }
 
 /* One candidate for execve(): a regular file this process may execute. */
@@ -243,6 +267,8 @@ static int exec_error(const char *file)
 
 int command_error(const char *cmd)
 {
+    if (*cmd == '\0')
+        return ENOENT;
     if (strchr(cmd, '/'))
         return exec_error(cmd);
     const char *path = getenv("PATH");
@@ -252,9 +278,13 @@ int command_error(const char *cmd)
     while (error != 0 && (d = strsep(&rest, ":")) != NULL) {
         char *full = xasprintf("%s/%s", *d ? d : ".", cmd);
         int e = exec_error(full);
-        if (e == 0 || e == EACCES) /* like execvp, a later entry may still do */
-            error = e;
         free(full);
+        if (e == 0 || e == EACCES) { /* like execvp, a later entry may still do */
+            error = e;
+        } else if (e != ENOENT && e != ESTALE && e != ENODEV && e != ETIMEDOUT) {
+            error = e; /* and like execvp, anything else ends the search */
+            break;
+        }
     }
     free(dirs);
     return error;

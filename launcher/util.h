@@ -52,11 +52,11 @@ const char *boot_id(void);
 /*
  * Why the way to `path` cannot be trusted, or NULL: every directory on it,
  * from / (or the current directory) down to the one holding its last
- * component, must belong to root or `uid` and be writable by no one else,
- * unless it is sticky like /tmp (where no one else may replace what root
- * or `uid` put there); a symbolic link on it must belong to root or `uid`
- * and lead to such a directory. `at` gets the part of the path at fault.
- * Parts that do not exist are left for the open that follows to report.
+ * component, must exist, belong to root or `uid` and be writable by no one
+ * else, unless it is sticky like /tmp (where no one else may replace what
+ * root or `uid` put there); a symbolic link on it must belong to root or
+ * `uid`, and the way to where it really leads is held to the same rule.
+ * `at` gets the part of the path at fault.
  */
 const char *path_untrusted_way(const char *path, uid_t uid, char *at, size_t n);
 

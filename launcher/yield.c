@@ -21,8 +21,9 @@
  * (one pinned to a taken CPU, as nginx's worker_cpu_affinity does) gets
  * what its service keeps. Returns how many threads failed to move.
  */
-static int shrink_process(long pid, hwloc_const_bitmap_t taken, hwloc_const_bitmap_t keeps,
-                          const char *who, struct yield *y, size_t *moved)
+static int shrink_process(long pid, size_t shrink, hwloc_const_bitmap_t taken,
+                          hwloc_const_bitmap_t keeps, const char *who, struct yield *y,
+                          size_t *moved)
 {
     struct pid_list tids;
     int failed = 0;
@@ -50,7 +51,8 @@ static int shrink_process(long pid, hwloc_const_bitmap_t taken, hwloc_const_bitm
             seen = y->threads[k].tid == tids.v[i];
         if (!seen) {
             y->threads = xrealloc(y->threads, (y->nthreads + 1) * sizeof(*y->threads));
-            y->threads[y->nthreads++] = (struct moved_thread){tids.v[i], hwloc_bitmap_dup(cur)};
+            y->threads[y->nthreads++] =
+                (struct moved_thread){tids.v[i], shrink, hwloc_bitmap_dup(cur)};
             (*moved)++;
         }
     }
@@ -78,7 +80,7 @@ int yield_take(struct yield *y, const struct plan *pl, struct registry *reg)
             registry_holders(reg, k, 1, &holders);
             seen = holders.n > seen ? holders.n : seen;
             for (size_t h = 0; h < holders.n; h++)
-                f += shrink_process(holders.v[h], s->gives, s->cpus, k->profile, y, &moved);
+                f += shrink_process(holders.v[h], i, s->gives, s->cpus, k->profile, y, &moved);
             pid_list_free(&holders);
             if (moved == was)
                 break;
@@ -122,7 +124,7 @@ void yield_record(struct yield *y, const struct plan *pl, struct registry *reg)
         if (!y->done[i])
             continue;
         const struct claim *k = &reg->claims[s->claim];
-        struct shrunk_claim before = {s->claim, hwloc_bitmap_dup(k->cpus),
+        struct shrunk_claim before = {i, xstrdup(k->file), hwloc_bitmap_dup(k->cpus),
                                       hwloc_bitmap_dup(k->nodes)};
         struct err e;
         if (registry_update(reg, s->claim, s->cpus, s->nodes, &e)) {
@@ -130,17 +132,45 @@ void yield_record(struct yield *y, const struct plan *pl, struct registry *reg)
             continue;
         }
         log_warn("registry: %s", e.msg);
+        free(before.file);
         hwloc_bitmap_free(before.cpus);
         hwloc_bitmap_free(before.nodes);
     }
 }
 
+/* Whether shrink i's claim is as it was in the registry: never shrunk, or given back. */
+static bool claim_restored(const struct yield *y, size_t shrink, const bool *restored)
+{
+    for (size_t c = 0; c < y->nclaims; c++)
+        if (y->claims[c].shrink == shrink)
+            return restored[c];
+    return true;
+}
+
 void yield_give_back(struct yield *y, struct registry *reg)
 {
+    bool *restored = xcalloc(y->nclaims ? y->nclaims : 1, sizeof(bool));
+    for (size_t c = 0; c < y->nclaims; c++) {
+        const struct shrunk_claim *k = &y->claims[c];
+        size_t i = 0;
+        while (i < reg->nclaims && strcmp(reg->claims[i].file, k->file) != 0)
+            i++;
+        if (i == reg->nclaims)
+            continue; /* it ended meanwhile: nothing to give back to */
+        struct err e;
+        char *cpus = bitmap_list(k->cpus);
+        restored[c] = registry_update(reg, i, k->cpus, k->nodes, &e);
+        if (restored[c])
+            log_notice("%s: gave CPUs %s back", reg->claims[i].profile, cpus);
+        else
+            log_warn("registry: %s; its threads keep the smaller set until it restarts", e.msg);
+        free(cpus);
+    }
     size_t failed = 0;
     int error = 0;
-    for (size_t i = 0; i < y->nthreads; i++)
-        if (thread_set_cpus(y->threads[i].tid, y->threads[i].was) < 0 && errno != ESRCH) {
+    for (size_t t = 0; t < y->nthreads; t++)
+        if (claim_restored(y, y->threads[t].shrink, restored) &&
+            thread_set_cpus(y->threads[t].tid, y->threads[t].was) < 0 && errno != ESRCH) {
             error = errno;
             failed++;
         }
@@ -148,16 +178,7 @@ void yield_give_back(struct yield *y, struct registry *reg)
         log_warn("%zu thread%s of the services that yielded CPUs could not be moved back: %s; "
                  "they keep the smaller set until they restart",
                  failed, failed == 1 ? "" : "s", strerror(error));
-    for (size_t i = 0; i < y->nclaims; i++) {
-        struct err e;
-        const struct shrunk_claim *c = &y->claims[i];
-        char *cpus = bitmap_list(c->cpus);
-        if (registry_update(reg, c->claim, c->cpus, c->nodes, &e))
-            log_notice("%s: gave CPUs %s back", reg->claims[c->claim].profile, cpus);
-        else
-            log_warn("registry: %s", e.msg);
-        free(cpus);
-    }
+    free(restored);
 }
 
 void yield_free(struct yield *y)
@@ -165,6 +186,7 @@ void yield_free(struct yield *y)
     for (size_t i = 0; i < y->nthreads; i++)
         hwloc_bitmap_free(y->threads[i].was);
     for (size_t i = 0; i < y->nclaims; i++) {
+        free(y->claims[i].file);
         hwloc_bitmap_free(y->claims[i].cpus);
         hwloc_bitmap_free(y->claims[i].nodes);
     }

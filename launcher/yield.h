@@ -13,12 +13,14 @@
 /* A thread whose affinity the yield changed, and what it was. */
 struct moved_thread {
     long tid;
+    size_t shrink; /* which of the plan's shrinks moved it */
     hwloc_bitmap_t was;
 };
 
 /* A claim the yield made smaller, and the sets it held before. */
 struct shrunk_claim {
-    size_t claim; /* index in the registry's claims */
+    size_t shrink;
+    char *file; /* the claim file's name: what finds it in the registry read again */
     hwloc_bitmap_t cpus, nodes;
 };
 
@@ -45,9 +47,10 @@ void yield_undo(struct yield *y);
 void yield_record(struct yield *y, const struct plan *pl, struct registry *reg);
 
 /*
- * The command did not run after all: the threads go back where they were
- * and the claims get their CPUs again, under the registry lock the launch
- * still holds. Threads a pool started meanwhile keep the smaller set.
+ * The command did not run after all: each claim gets its CPUs again in
+ * `reg` (the registry read again, under its lock), and its threads go back
+ * where they were only then, so that threads and registry never disagree.
+ * Threads a pool started meanwhile keep the smaller set.
  */
 void yield_give_back(struct yield *y, struct registry *reg);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "parse.h"
+#include "procs.h"
 #include "registry.h"
 
 static void test_bool(void **state)
@@ -108,6 +109,18 @@ static void test_trim(void **state)
 }
 
 /* A registry line's CPU lists: hwloc parses them, after a bound on the indexes. */
+/* A claim fd's inode from fdinfo's lock line, for kernels before 5.14 (no "ino:" line). */
+static void test_lock_ino(void **state)
+{
+    (void)state;
+    assert_int_equal(procs_lock_ino("\t1: OFDLCK ADVISORY  READ -1 fe:00:10989516 0 EOF\n"),
+                     10989516);
+    assert_int_equal(procs_lock_ino("\t1: OFDLCK ADVISORY  READ -1 00:2e:77 0 EOF"), 77);
+    /* the next line's inode is not this one's, and a line without one says 0 */
+    assert_int_equal(procs_lock_ino("\t1: OFDLCK ADVISORY READ -1\nino:\t5 00:2e:77 0\n"), 0);
+    assert_int_equal(procs_lock_ino(""), 0);
+}
+
 static void test_registry_line(void **state)
 {
     (void)state;
@@ -141,9 +154,10 @@ static void test_registry_line(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bool), cmocka_unit_test(test_long),
-        cmocka_unit_test(test_size), cmocka_unit_test(test_rlim),
-        cmocka_unit_test(test_trim), cmocka_unit_test(test_registry_line),
+        cmocka_unit_test(test_bool),     cmocka_unit_test(test_long),
+        cmocka_unit_test(test_size),     cmocka_unit_test(test_rlim),
+        cmocka_unit_test(test_trim),     cmocka_unit_test(test_registry_line),
+        cmocka_unit_test(test_lock_ino),
     };
     return cmocka_run_group_tests_name("parse", tests, NULL, NULL);
 }
