@@ -240,6 +240,20 @@ bool plan_depends_on(const struct profile *p, const struct claim *k)
     return k->exclusive || p->placement.exclusive || at_odds(p, k);
 }
 
+/* Whether `name` is one of the ", "-separated names (never a part of one: sql in mysql). */
+static bool name_listed(const char *names, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = names; p && *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, name, n) == 0)
+            return true;
+        p += len;
+        p += strspn(p, ", ");
+    }
+    return false;
+}
+
 /*
  * Exclusive claims are hard: their CPUs leave the candidates, unless
  * nothing would be left, which shares and warns. Shared services this one
@@ -278,7 +292,7 @@ static void note_claims(struct ctx *c, const struct plan_input *in)
             c->yields[i] = k->pool && p->placement.cpus != CPUS_ALL;
             hwloc_bitmap_or(c->shunned, c->shunned, k->cpus);
             hwloc_bitmap_or(c->shunned_nodes, c->shunned_nodes, k->nodes);
-            if (c->shunned_names == NULL || !strstr(c->shunned_names, k->profile)) {
+            if (!name_listed(c->shunned_names, k->profile)) {
                 char *names = c->shunned_names ? xasprintf("%s, %s", c->shunned_names, k->profile)
                                                : xstrdup(k->profile);
                 free(c->shunned_names);
@@ -1173,9 +1187,26 @@ static void add_arena_step(struct ctx *c)
     }
 }
 
+/*
+ * Whether the JVM options already set a flag: a word starting with `flag`
+ * when it ends in '=' (-XX:MaxRAM=), else the word -XX:+flag or -XX:-flag.
+ * Whole words: -XX:+UseNUMAInterleaving is not UseNUMA, and -XX:MaxRAM= is
+ * not -XX:MaxRAMPercentage=.
+ */
 static bool user_sets(const char *opts, const char *flag)
 {
-    return opts && strstr(opts, flag) != NULL;
+    size_t n = strlen(flag);
+    bool prefix = n > 0 && flag[n - 1] == '=';
+    for (const char *w = opts; w && *w;) {
+        w += strspn(w, " \t");
+        size_t len = strcspn(w, " \t");
+        if (prefix ? len >= n && strncmp(w, flag, n) == 0
+                   : len == n + 5 && (strncmp(w, "-XX:+", 5) == 0 || strncmp(w, "-XX:-", 5) == 0) &&
+                         strncmp(w + 5, flag, n) == 0)
+            return true;
+        w += len;
+    }
+    return false;
 }
 
 static void add_java_step(struct ctx *c, const char *base)

@@ -463,6 +463,20 @@ static void test_derived_environment(void **state)
     assert_string_equal(s->u.env.value,
                         "-Xss1m -XX:ActiveProcessorCount=3 -XX:+UseNUMA -XX:MaxRAM=2048m");
     plan_free(&pl);
+
+    /* other flags that merely start alike are not those: UseNUMA and MaxRAM are still added */
+    char *alike[] = {"JAVA_TOOL_OPTIONS=-XX:+UseNUMAInterleaving -XX:MaxRAMPercentage=50", NULL};
+    pl = make_plan(&p, &t, alike);
+    assert_string_equal(find_env(&pl, "JAVA_TOOL_OPTIONS")->u.env.value,
+                        "-XX:+UseNUMAInterleaving -XX:MaxRAMPercentage=50 "
+                        "-XX:ActiveProcessorCount=16 -XX:+UseNUMA -XX:MaxRAM=2048m");
+    plan_free(&pl);
+    /* and -XX:-UseNUMA is the user's word on it */
+    char *off[] = {"JAVA_TOOL_OPTIONS=-XX:-UseNUMA", NULL};
+    pl = make_plan(&p, &t, off);
+    assert_string_equal(find_env(&pl, "JAVA_TOOL_OPTIONS")->u.env.value,
+                        "-XX:-UseNUMA -XX:ActiveProcessorCount=16 -XX:MaxRAM=2048m");
+    plan_free(&pl);
     profile_free(&p);
 
     /* a profile's own JAVA_TOOL_OPTIONS adds to the caller's, never replaces it */
@@ -828,6 +842,18 @@ static void test_claims(void **state)
     assert_false(pl.degraded);
     plan_free(&pl);
     claim_free(&k);
+
+    /* services named in a note are named whole: "ngin" is not already there as part of "nginx" */
+    const char *const alone[] = {"placement.exclusive=yes", "placement.nodes=1", NULL};
+    struct profile excl = load_profile("mysql", alone);
+    struct claim alike[] = {live("nginx", "0-7", "0-1", false, NULL),
+                            live("ngin", "0-7", "0-1", false, NULL)};
+    pl = plan_with(&excl, &t, alike, 2);
+    assert_true(has_note(&pl, "nginx, ngin"));
+    plan_free(&pl);
+    claim_free(&alike[0]);
+    claim_free(&alike[1]);
+    profile_free(&excl);
 
     /* symmetric: redis names mysql in its own avoid */
     k = live("redis", "0-3", "0", false, "mysql");
