@@ -4,9 +4,10 @@
  * The phases, in order:
  *   1. candidates: allowed online CPUs within the inherited affinity; tunerun
  *      never widens what its parent gave it.
- *   2. nodes: rank the nodes that can host CPUs (most free memory, then
- *      lowest os index) and take the N best; for N > 1 take the most
- *      compact group by the distance matrix.
+ *   2. nodes: rank the nodes that can host CPUs (cmp_rank(): apart from
+ *      what it avoids, memory of their own, free memory in eighths, fewest
+ *      claimed CPUs) and take the N best; for N > 1 take the most compact
+ *      group by the distance matrix.
  *   3. CPUs: all of the chosen nodes' candidates, a count or a percentage,
  *      whole cores first, optionally one PU per core.
  *   4. memory: each chosen node's own memory, or for a memoryless node the
@@ -126,6 +127,7 @@ struct ctx {
     hwloc_bitmap_t *node_cand; /* per node index: its candidate CPUs */
     size_t *rank;              /* eligible node indexes, best first */
     size_t nrank;
+    uint64_t free_most; /* the most free memory of a candidate node (rank_nodes()) */
     /*
      * Running shared services this one must not share CPUs with: those it
      * avoids (or that avoid it), and every shared one when this one is
@@ -173,9 +175,21 @@ static uint64_t free_for(const struct topo *t, size_t i)
 }
 
 /*
+ * Free memory in eighths of the most a candidate has, rounded: nodes this
+ * close count as alike. It is never equal to the byte on a live machine,
+ * and compared exactly it would send every service started together to the
+ * node that happens to have a few pages more.
+ */
+static uint64_t free_eighths(const struct ctx *c, size_t i)
+{
+    return c->free_most ? (free_for(c->t, i) * 16 + c->free_most) / (2 * c->free_most) : 0;
+}
+
+/*
  * Best first: no running service it avoids (or that avoids it), where it
- * ran before a restart, most free memory, fewest CPUs claimed by running
- * services, lowest os index.
+ * ran before a restart, memory of its own (a memoryless node's pages are
+ * all remote), most free memory in eighths, fewest CPUs claimed by running
+ * services, then the most free memory exactly and the lowest os index.
  */
 static int cmp_rank(const void *a, const void *b, void *ctx)
 {
@@ -192,11 +206,15 @@ static int cmp_rank(const void *a, const void *b, void *ctx)
         if (px != py)
             return px ? -1 : 1;
     }
+    if (t->nodes[x].has_memory != t->nodes[y].has_memory)
+        return t->nodes[x].has_memory ? -1 : 1;
     uint64_t fx = free_for(t, x), fy = free_for(t, y);
-    if (fx != fy)
+    if (free_eighths(c, x) != free_eighths(c, y))
         return fx > fy ? -1 : 1;
     if (c->claimed_on[x] != c->claimed_on[y])
         return c->claimed_on[x] < c->claimed_on[y] ? -1 : 1;
+    if (fx != fy)
+        return fx > fy ? -1 : 1;
     return t->nodes[x].os_index < t->nodes[y].os_index ? -1 : 1;
 }
 
@@ -212,9 +230,13 @@ static void rank_nodes(struct ctx *c)
     }
     hwloc_bitmap_free(on);
     c->nrank = 0;
+    uint64_t most = 0;
     for (size_t i = 0; i < t->nnodes; i++)
-        if (!hwloc_bitmap_iszero(c->node_cand[i]))
+        if (!hwloc_bitmap_iszero(c->node_cand[i])) {
             c->rank[c->nrank++] = i;
+            most = free_for(t, i) > most ? free_for(t, i) : most;
+        }
+    c->free_most = most;
     qsort_r(c->rank, c->nrank, sizeof(size_t), cmp_rank, c);
 }
 
@@ -448,6 +470,52 @@ static void separate_by_cores(struct ctx *c)
     hwloc_bitmap_free(rest);
 }
 
+/* Why the best ranked node won over the next one, in cmp_rank()'s terms. */
+static void note_node_choice(struct ctx *c, size_t n)
+{
+    const struct topo *t = c->t;
+    unsigned id = t->nodes[n].os_index;
+    if (c->nrank == 1) {
+        note(c->pl, NOTE_INFO, "node %u: the only node with usable CPUs", id);
+        return;
+    }
+    size_t r = c->rank[1]; /* the runner-up */
+    uint64_t fn = free_for(t, n), fr = free_for(t, r);
+    if (hwloc_bitmap_isset(c->shunned_nodes, t->nodes[r].os_index) &&
+        !hwloc_bitmap_isset(c->shunned_nodes, id))
+        note(c->pl, NOTE_INFO, "node %u: no service it keeps apart from runs there", id);
+    else if (t->nodes[n].has_memory && !t->nodes[r].has_memory)
+        note(c->pl, NOTE_INFO,
+             "node %u: memory of its own (node %u has none, so its pages would all be remote)", id,
+             t->nodes[r].os_index);
+    else if (free_eighths(c, n) != free_eighths(c, r))
+        note(c->pl, NOTE_INFO, "node %u: most free memory (%.1f GiB) of %zu candidate nodes", id,
+             gib(fn), c->nrank);
+    else if (c->claimed_on[n] != c->claimed_on[r])
+        note(c->pl, NOTE_INFO,
+             "node %u: about as much free memory as node %u (%.1f GiB), and fewer of its CPUs "
+             "claimed by running services (%d)",
+             id, t->nodes[r].os_index, gib(fn), c->claimed_on[n]);
+    else
+        note(c->pl, NOTE_INFO,
+             "node %u: the candidates are alike (%.1f GiB free, %d CPU%s claimed): the %s", id,
+             gib(fn), c->claimed_on[n], c->claimed_on[n] == 1 ? "" : "s",
+             fn != fr ? "most free memory" : "lowest number");
+}
+
+/* Whether every pair of candidate nodes is as far apart as every other. */
+static bool flat_distances(const struct ctx *c)
+{
+    if (c->nrank < 2)
+        return false;
+    unsigned d = topo_distance(c->t, c->rank[0], c->rank[1]);
+    for (size_t a = 0; a < c->nrank; a++)
+        for (size_t b = a + 1; b < c->nrank; b++)
+            if (topo_distance(c->t, c->rank[a], c->rank[b]) != d)
+                return false;
+    return true;
+}
+
 /*
  * Greedy compact group: from each seed, add the node nearest to the group so
  * far; keep the group with the smallest sum of pairwise distances, the
@@ -536,16 +604,13 @@ static void choose_nodes(struct ctx *c)
              want == 1 ? "" : "s", list);
         free(list);
     } else if (want == 1) {
-        size_t n = chosen[0];
-        if (c->nrank == 1)
-            note(pl, NOTE_INFO, "node %u: the only node with usable CPUs", t->nodes[n].os_index);
-        else
-            note(pl, NOTE_INFO, "node %u: most free memory (%.1f GiB) of %zu candidate nodes",
-                 t->nodes[n].os_index, gib(free_for(t, n)), c->nrank);
+        note_node_choice(c, chosen[0]);
     } else if (want > 1) {
         char *list = bitmap_list(pl->nodes);
         note(pl, NOTE_INFO, "nodes %s: the closest group of %zu%s", list, want,
-             t->distance ? " by the distance matrix" : " (no distance matrix: by free memory)");
+             !t->distance        ? " (no distance matrix: by free memory)"
+             : flat_distances(c) ? " (the distance matrix puts them all alike: the best ranked)"
+                                 : " by the distance matrix");
         free(list);
     }
     free(chosen);
@@ -750,7 +815,16 @@ static void choose_memory(struct ctx *c)
         break;
     case MEM_BIND:
         pl->mpol = PLAN_MPOL_BIND;
-        note(pl, NOTE_INFO, "memory bind %s: every page local, no remote NUMA access", list);
+        if (!hwloc_bitmap_isequal(pl->mem_nodes, pl->nodes))
+            note(pl, NOTE_INFO,
+                 "memory bind %s: every page there, the nearest memory to its CPUs, which is "
+                 "remote for them",
+                 list);
+        else if (hwloc_bitmap_weight(pl->mem_nodes) > 1)
+            note(pl, NOTE_INFO,
+                 "memory bind %s: every page on the nodes of its CPUs, never elsewhere", list);
+        else
+            note(pl, NOTE_INFO, "memory bind %s: every page local, no remote NUMA access", list);
         break;
     case MEM_PREFERRED:
         pl->mpol =

@@ -293,6 +293,14 @@ static void test_inherited_affinity_is_never_widened(void **state)
     topo_free(&t);
 }
 
+static bool has_note(const struct plan *pl, const char *text)
+{
+    for (size_t i = 0; i < pl->nnotes; i++)
+        if (strstr(pl->notes[i].text, text))
+            return true;
+    return false;
+}
+
 /*
  * A hand-made machine no export has: node 1 has CPUs but no memory, node 2
  * memory but no CPUs, memory sizes uneven, and node 3 much nearer to node 1
@@ -357,6 +365,15 @@ static void test_memoryless_node_gets_nearest_memory(void **state)
     pl = make_plan(&p, &t, NULL);
     assert_false(hwloc_bitmap_isset(pl.nodes, 2));
     check_invariants(&p, &t, &pl, "odd machine, mysql");
+    plan_free(&pl);
+
+    /* node 1 borrows node 3's memory, the most free: node 3 itself wins, where it is local */
+    t.nodes[3].mem_free = 20 * GIB;
+    pl = make_plan(&p, &t, NULL);
+    assert_int_equal(hwloc_bitmap_first(pl.nodes), 3);
+    assert_true(has_note(&pl, "node 3: most free memory (20.0 GiB)"));
+    assert_true(has_note(&pl, "memory bind 3: every page local"));
+    t.nodes[3].mem_free = 2 * GIB;
     plan_free(&pl);
     profile_free(&p);
 
@@ -787,14 +804,6 @@ static void test_swap_policy(void **state)
     topo_free(&t);
 }
 
-static bool has_note(const struct plan *pl, const char *text)
-{
-    for (size_t i = 0; i < pl->nnotes; i++)
-        if (strstr(pl->notes[i].text, text))
-            return true;
-    return false;
-}
-
 /* One CPU is one CPU: the notes and reasons agree in number. */
 static void test_one_is_singular(void **state)
 {
@@ -842,6 +851,21 @@ static void test_claims(void **state)
     assert_false(pl.degraded);
     plan_free(&pl);
     claim_free(&k);
+
+    /* free memory a few KiB apart, as on any live machine, is no reason to pile up: java,
+     * which keeps apart from nothing, goes where fewer CPUs are claimed */
+    struct profile java = load_profile("java", NULL);
+    t.nodes[0].mem_free += 8192;
+    k = live("redis", "0-3", "0", false, NULL);
+    pl = plan_with(&java, &t, &k, 1);
+    for (size_t i = 0; i < pl.nnotes; i++)
+        fprintf(stderr, "NOTE %s\n", pl.notes[i].text);
+    assert_int_equal(hwloc_bitmap_first(pl.nodes), 1);
+    assert_true(has_note(&pl, "about as much free memory as node 0"));
+    plan_free(&pl);
+    claim_free(&k);
+    t.nodes[0].mem_free -= 8192;
+    profile_free(&java);
 
     /* services named in a note are named whole: "ngin" is not already there as part of "nginx" */
     const char *const alone[] = {"placement.exclusive=yes", "placement.nodes=1", NULL};
