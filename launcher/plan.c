@@ -871,6 +871,13 @@ static void choose_memory(struct ctx *c)
                  "memory auto -> interleave %s: memory_size %.1f GiB is more than the chosen "
                  "nodes hold (%.1f GiB), so spread it evenly",
                  all, gib(want), gib(total));
+            uint64_t machine = sum_mem(t, pl->mem_nodes, false);
+            if (want > machine)
+                note(pl, NOTE_WARN,
+                     "memory_size %.1f GiB is more than this whole machine holds (%.1f GiB): "
+                     "the service will swap or be killed (fix: a smaller memory_size, or a "
+                     "bigger machine)",
+                     gib(want), gib(machine));
             free(all);
         }
         break;

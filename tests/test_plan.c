@@ -418,6 +418,9 @@ static void test_memory_auto(void **state)
             assert_int_equal(hwloc_bitmap_weight(pl.mem_nodes), 2);
         else
             assert_int_equal(hwloc_bitmap_weight(pl.mem_nodes), 1);
+        /* more than the two nodes' 2 GiB together: said, and --strict would refuse */
+        assert_int_equal(has_note(&pl, "more than this whole machine holds") && pl.degraded,
+                         i == 3);
         plan_free(&pl);
         profile_free(&p);
     }
