@@ -785,6 +785,38 @@ static uint64_t sum_mem(const struct topo *t, hwloc_const_bitmap_t nodes, bool f
     return s;
 }
 
+/*
+ * Add to the plan's memory nodes, nearest first to the nodes of its CPUs
+ * (then the most free memory, then the lowest number), until they hold
+ * `want` or every node with memory is in.
+ */
+static void grow_memory(struct ctx *c, uint64_t want)
+{
+    const struct topo *t = c->t;
+    struct plan *pl = c->pl;
+    while (sum_mem(t, pl->mem_nodes, false) < want) {
+        int best = -1;
+        unsigned best_d = ~0u;
+        for (size_t j = 0; j < t->nnodes; j++) {
+            if (!t->nodes[j].has_memory || hwloc_bitmap_isset(pl->mem_nodes, t->nodes[j].os_index))
+                continue;
+            unsigned d = ~0u; /* to the nearest node of its CPUs */
+            for (size_t i = 0; i < t->nnodes; i++)
+                if (hwloc_bitmap_isset(pl->nodes, t->nodes[i].os_index) &&
+                    topo_distance(t, i, j) < d)
+                    d = topo_distance(t, i, j);
+            if (best < 0 || d < best_d ||
+                (d == best_d && t->nodes[j].mem_free > t->nodes[best].mem_free)) {
+                best = (int)j;
+                best_d = d;
+            }
+        }
+        if (best < 0)
+            return;
+        hwloc_bitmap_set(pl->mem_nodes, t->nodes[best].os_index);
+    }
+}
+
 static void choose_memory(struct ctx *c)
 {
     const struct profile *p = c->p;
@@ -862,15 +894,13 @@ static void choose_memory(struct ctx *c)
                  plan_mpol_name(pl->mpol), list, gib(want), gib(fr));
         } else {
             pl->mpol = PLAN_MPOL_INTERLEAVE;
-            hwloc_bitmap_zero(pl->mem_nodes);
-            for (size_t i = 0; i < t->nnodes; i++)
-                if (t->nodes[i].has_memory)
-                    hwloc_bitmap_set(pl->mem_nodes, t->nodes[i].os_index);
+            grow_memory(c, want);
             char *all = bitmap_list(pl->mem_nodes);
             note(pl, NOTE_INFO,
                  "memory auto -> interleave %s: memory_size %.1f GiB is more than the chosen "
-                 "nodes hold (%.1f GiB), so spread it evenly",
-                 all, gib(want), gib(total));
+                 "nodes hold (%.1f GiB), so spread it evenly over the nearest nodes that hold "
+                 "it (%.1f GiB)",
+                 all, gib(want), gib(total), gib(sum_mem(t, pl->mem_nodes, false)));
             uint64_t machine = sum_mem(t, pl->mem_nodes, false);
             if (want > machine)
                 note(pl, NOTE_WARN,

@@ -393,6 +393,27 @@ static void test_memoryless_node_gets_nearest_memory(void **state)
     topo_free(&t);
 }
 
+/* Memory that outgrows its node spreads over the nearest nodes that hold it, not all of them. */
+static void test_memory_auto_grows_near(void **state)
+{
+    (void)state;
+    struct topo t = odd_machine(); /* node 0: 8 GiB, 1: none, 2: 16 GiB, 3: 2 GiB */
+    const char *const sets[] = {"placement.memory=auto", "placement.memory_size=9G", NULL};
+    struct profile p = load_profile("mysql", sets);
+    hwloc_bitmap_list_sscanf(t.binding, "0-3"); /* on node 0, whose 8 GiB are too few */
+    struct plan pl = make_plan(&p, &t, NULL);
+    assert_int_equal(pl.mpol, PLAN_MPOL_INTERLEAVE);
+    /* node 2 (distance 25) before node 3 (40): 24 GiB hold 9 GiB; node 3 is left out */
+    hwloc_bitmap_t want = hwloc_bitmap_alloc();
+    hwloc_bitmap_list_sscanf(want, "0,2");
+    assert_true(hwloc_bitmap_isequal(pl.mem_nodes, want));
+    hwloc_bitmap_free(want);
+    check_invariants(&p, &t, &pl, "odd machine, memory auto 9G");
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&t);
+}
+
 static void test_memory_auto(void **state)
 {
     (void)state;
@@ -1056,6 +1077,7 @@ int main(void)
         cmocka_unit_test(test_mysql_on_two_socket_xeon),
         cmocka_unit_test(test_inherited_affinity_is_never_widened),
         cmocka_unit_test(test_memoryless_node_gets_nearest_memory),
+        cmocka_unit_test(test_memory_auto_grows_near),
         cmocka_unit_test(test_memory_auto),
         cmocka_unit_test(test_derived_environment),
         cmocka_unit_test(test_env_substitution),
