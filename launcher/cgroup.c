@@ -229,6 +229,42 @@ static uint64_t memory_limit(const char *dir, const char *point, bool v2)
     return lowest;
 }
 
+/*
+ * The CPUs a CPU quota allows this cgroup, rounded up (docker --cpus=1.5
+ * gives 2), or 0 for none: cgroup2's cpu.max ("150000 100000" or "max
+ * 100000"), v1's cpu.cfs_quota_us over cpu.cfs_period_us (-1: none).
+ * The JVM reads it too, and sizes its GC threads from it.
+ */
+static unsigned cpu_quota(const struct cgroup *cg)
+{
+    char buf[64], path[4096];
+    unsigned long long quota = 0, period = 0;
+    if (cg->v2) {
+        snprintf(path, sizeof(path), "%s/cpu.max", cg->dir);
+        if (!read_line_file(path, buf, sizeof(buf)) ||
+            sscanf(buf, "%llu %llu", &quota, &period) != 2)
+            return 0; /* "max ...": no quota */
+    } else {
+        char *dir = cgroup_dir_under("/", "cpu", NULL);
+        long long q = -1;
+        if (dir) {
+            snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", dir);
+            if (read_line_file(path, buf, sizeof(buf)))
+                q = strtoll(buf, NULL, 10);
+            snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", dir);
+            if (read_line_file(path, buf, sizeof(buf)))
+                period = strtoull(buf, NULL, 10);
+            free(dir);
+        }
+        if (q <= 0)
+            return 0;
+        quota = (unsigned long long)q;
+    }
+    if (period == 0 || quota / period > 1u << 20)
+        return 0;
+    return (unsigned)((quota + period - 1) / period);
+}
+
 static bool ends_with(const char *s, const char *suffix)
 {
     size_t a = strlen(s), b = strlen(suffix);
@@ -423,8 +459,10 @@ void cgroup_detect(struct cgroup *cg, bool limit)
         cg->dir = NULL;
         goto out;
     }
-    if (limit)
+    if (limit) {
         cg->mem_limit = memory_limit(cg->dir, point, cg->v2);
+        cg->cpu_quota = cpu_quota(cg);
+    }
     read_current(cg);
 
     const char *base = strrchr(cg->path, '/');

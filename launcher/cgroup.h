@@ -37,6 +37,7 @@ struct cgroup {
     char unit[128];     /* the systemd unit whose cgroup it is, if any */
     bool container;     /* signs of a container (/.dockerenv, $container, a cgroup namespace) */
     uint64_t mem_limit; /* the lowest memory limit from here up; 0: none, or not asked for */
+    unsigned cpu_quota; /* CPUs the CPU quota allows, rounded up; 0: none, or not asked for */
     bool swappiness_known;
     int swappiness; /* v1: this cgroup's memory.swappiness now */
     bool swap_max_known;
@@ -46,8 +47,8 @@ struct cgroup {
 
 /*
  * Find it; never fails (owner and why say what is missing). The memory
- * limit is looked up only when `limit` is true (a walk up the tree, read
- * for a plan to show or a java heap to fit); mem_limit is 0 otherwise.
+ * limit and the CPU quota are looked up only when `limit` is true (read
+ * for a plan to show, or a JVM to size); they are 0 otherwise.
  */
 void cgroup_detect(struct cgroup *cg, bool limit);
 void cgroup_free(struct cgroup *cg);

@@ -981,8 +981,9 @@ int main(int argc, char **argv)
         goto out;
     }
     struct cgroup cg;
-    /* a launch needs the memory limit only to size a java heap */
-    cgroup_detect(&cg, o.verb == VERB_PLAN || p.java.max_ram == JAVA_AUTO);
+    /* a launch needs the memory limit and CPU quota only to size a JVM */
+    cgroup_detect(&cg, o.verb == VERB_PLAN || p.java.max_ram == JAVA_AUTO ||
+                           p.java.active_processor_count == JAVA_AUTO);
     const struct cgroup *here = o.topology ? NULL : &cg; /* another machine's is unknown */
     if (o.verb == VERB_PLAN)
         status = show_plan(&o, &p, &t, &sd, here, wanted ? &pv : NULL);

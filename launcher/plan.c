@@ -1338,12 +1338,22 @@ static void add_java_step(struct ctx *c, const char *base)
     } while (0)
 
     if (p->java.active_processor_count != JAVA_OFF) {
+        unsigned count = p->java.active_processor_count == JAVA_AUTO
+                             ? (unsigned)ncpus
+                             : p->java.active_processor_count_value;
+        /* a CPU quota (docker --cpus, a pod's limit) is all the CPU time the threads get */
+        unsigned quota = c->cgroup ? c->cgroup->cpu_quota : 0;
+        if (p->java.active_processor_count == JAVA_AUTO && quota && quota < count) {
+            note(pl, NOTE_INFO,
+                 "java: ActiveProcessorCount %u from the cgroup's CPU quota, below the %u placed "
+                 "CPUs: more GC threads than that would only be throttled",
+                 quota, count);
+            count = quota;
+        }
         if (user_sets(base, "-XX:ActiveProcessorCount="))
             note(pl, NOTE_INFO, "java: JAVA_TOOL_OPTIONS already sets ActiveProcessorCount; kept");
         else
-            APPEND("-XX:ActiveProcessorCount=%u", p->java.active_processor_count == JAVA_AUTO
-                                                      ? (unsigned)ncpus
-                                                      : p->java.active_processor_count_value);
+            APPEND("-XX:ActiveProcessorCount=%u", count);
     }
     if (p->java.use_numa != JAVA_OFF) {
         if (user_sets(base, "UseNUMA"))

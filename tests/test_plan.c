@@ -491,6 +491,18 @@ static void test_derived_environment(void **state)
         assert_non_null(
             strstr(find_env(&capped, "JAVA_TOOL_OPTIONS")->u.env.value, "-XX:MaxRAM=1024m"));
         plan_free(&capped);
+        /* a CPU quota of 2 CPUs (docker --cpus=1.5) caps the GC threads of 8 placed CPUs */
+        cg.cpu_quota = 2;
+        assert_true(plan_build(&capped, &in, &e));
+        assert_non_null(strstr(find_env(&capped, "JAVA_TOOL_OPTIONS")->u.env.value,
+                               "-XX:ActiveProcessorCount=2 "));
+        plan_free(&capped);
+        /* ... and one above the placed CPUs changes nothing */
+        cg.cpu_quota = 64;
+        assert_true(plan_build(&capped, &in, &e));
+        assert_non_null(strstr(find_env(&capped, "JAVA_TOOL_OPTIONS")->u.env.value,
+                               "-XX:ActiveProcessorCount=8 "));
+        plan_free(&capped);
         profile_free(&java);
     }
 
