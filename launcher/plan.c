@@ -185,37 +185,59 @@ static uint64_t free_eighths(const struct ctx *c, size_t i)
     return c->free_most ? (free_for(c->t, i) * 16 + c->free_most) / (2 * c->free_most) : 0;
 }
 
+/* What decides between two nodes, in cmp_rank()'s order. */
+enum rank_by { BY_APART, BY_PREVIOUS, BY_OWN_MEMORY, BY_FREE, BY_CLAIMED, BY_FREE_EXACT, BY_INDEX };
+
 /*
  * Best first: no running service it avoids (or that avoids it), where it
  * ran before a restart, memory of its own (a memoryless node's pages are
  * all remote), most free memory in eighths, fewest CPUs claimed by running
  * services, then the most free memory exactly and the lowest os index.
+ * Returns what decided; *order is -1 when x comes first, else 1.
  */
-static int cmp_rank(const void *a, const void *b, void *ctx)
+static enum rank_by rank_by(const struct ctx *c, size_t x, size_t y, int *order)
 {
-    const struct ctx *c = ctx;
     const struct topo *t = c->t;
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
     bool ax = hwloc_bitmap_isset(c->shunned_nodes, t->nodes[x].os_index),
          ay = hwloc_bitmap_isset(c->shunned_nodes, t->nodes[y].os_index);
-    if (ax != ay)
-        return ax ? 1 : -1;
+    if (ax != ay) {
+        *order = ax ? 1 : -1;
+        return BY_APART;
+    }
     if (c->prev) {
         bool px = hwloc_bitmap_isset(c->prev->nodes, t->nodes[x].os_index),
              py = hwloc_bitmap_isset(c->prev->nodes, t->nodes[y].os_index);
-        if (px != py)
-            return px ? -1 : 1;
+        if (px != py) {
+            *order = px ? -1 : 1;
+            return BY_PREVIOUS;
+        }
     }
-    if (t->nodes[x].has_memory != t->nodes[y].has_memory)
-        return t->nodes[x].has_memory ? -1 : 1;
+    if (t->nodes[x].has_memory != t->nodes[y].has_memory) {
+        *order = t->nodes[x].has_memory ? -1 : 1;
+        return BY_OWN_MEMORY;
+    }
     uint64_t fx = free_for(t, x), fy = free_for(t, y);
-    if (free_eighths(c, x) != free_eighths(c, y))
-        return fx > fy ? -1 : 1;
-    if (c->claimed_on[x] != c->claimed_on[y])
-        return c->claimed_on[x] < c->claimed_on[y] ? -1 : 1;
-    if (fx != fy)
-        return fx > fy ? -1 : 1;
-    return t->nodes[x].os_index < t->nodes[y].os_index ? -1 : 1;
+    if (free_eighths(c, x) != free_eighths(c, y)) {
+        *order = fx > fy ? -1 : 1;
+        return BY_FREE;
+    }
+    if (c->claimed_on[x] != c->claimed_on[y]) {
+        *order = c->claimed_on[x] < c->claimed_on[y] ? -1 : 1;
+        return BY_CLAIMED;
+    }
+    if (fx != fy) {
+        *order = fx > fy ? -1 : 1;
+        return BY_FREE_EXACT;
+    }
+    *order = t->nodes[x].os_index < t->nodes[y].os_index ? -1 : 1;
+    return BY_INDEX;
+}
+
+static int cmp_rank(const void *a, const void *b, void *ctx)
+{
+    int order;
+    rank_by(ctx, *(const size_t *)a, *(const size_t *)b, &order);
+    return order;
 }
 
 static void rank_nodes(struct ctx *c)
@@ -480,27 +502,39 @@ static void note_node_choice(struct ctx *c, size_t n)
         return;
     }
     size_t r = c->rank[1]; /* the runner-up */
-    uint64_t fn = free_for(t, n), fr = free_for(t, r);
-    if (hwloc_bitmap_isset(c->shunned_nodes, t->nodes[r].os_index) &&
-        !hwloc_bitmap_isset(c->shunned_nodes, id))
+    uint64_t fn = free_for(t, n);
+    int order;
+    enum rank_by by = rank_by(c, n, r, &order);
+    switch (by) {
+    case BY_APART:
         note(c->pl, NOTE_INFO, "node %u: no service it keeps apart from runs there", id);
-    else if (t->nodes[n].has_memory && !t->nodes[r].has_memory)
+        break;
+    case BY_PREVIOUS:
+        note(c->pl, NOTE_INFO, "node %u: where this service ran before it was restarted", id);
+        break;
+    case BY_OWN_MEMORY:
         note(c->pl, NOTE_INFO,
              "node %u: memory of its own (node %u has none, so its pages would all be remote)", id,
              t->nodes[r].os_index);
-    else if (free_eighths(c, n) != free_eighths(c, r))
+        break;
+    case BY_FREE:
         note(c->pl, NOTE_INFO, "node %u: most free memory (%.1f GiB) of %zu candidate nodes", id,
              gib(fn), c->nrank);
-    else if (c->claimed_on[n] != c->claimed_on[r])
+        break;
+    case BY_CLAIMED:
         note(c->pl, NOTE_INFO,
              "node %u: about as much free memory as node %u (%.1f GiB), and fewer of its CPUs "
              "claimed by running services (%d)",
              id, t->nodes[r].os_index, gib(fn), c->claimed_on[n]);
-    else
+        break;
+    case BY_FREE_EXACT:
+    case BY_INDEX:
         note(c->pl, NOTE_INFO,
              "node %u: the candidates are alike (%.1f GiB free, %d CPU%s claimed): the %s", id,
              gib(fn), c->claimed_on[n], c->claimed_on[n] == 1 ? "" : "s",
-             fn != fr ? "most free memory" : "lowest number");
+             by == BY_FREE_EXACT ? "most free memory" : "lowest number");
+        break;
+    }
 }
 
 /* Whether every pair of candidate nodes is as far apart as every other. */
