@@ -389,15 +389,24 @@ static void note_previous(struct ctx *c, const struct claim *prev)
 
 /*
  * The cores of claim k among `take` that it keeps when it yields: its last
- * core there, when it would otherwise be left with no CPU at all.
+ * core there (of the slowest kind, on a hybrid machine), when it would
+ * otherwise be left with no CPU at all.
  */
 static void reserve_last_core(const struct ctx *c, const struct claim *k, hwloc_bitmap_t take)
 {
     if (!hwloc_bitmap_isincluded(k->cpus, take))
         return;
-    hwloc_bitmap_t mine = hwloc_bitmap_alloc();
+    hwloc_bitmap_t mine = hwloc_bitmap_alloc(), slow = hwloc_bitmap_alloc();
     hwloc_bitmap_and(mine, k->cpus, take);
     int last = hwloc_bitmap_last(mine);
+    for (size_t i = c->t->nkinds; i-- > 0;) {
+        hwloc_bitmap_and(slow, mine, c->t->kinds[i].cpus);
+        if (!hwloc_bitmap_iszero(slow)) {
+            last = hwloc_bitmap_last(slow);
+            break;
+        }
+    }
+    hwloc_bitmap_free(slow);
     hwloc_bitmap_clr(take, (unsigned)last);
     for (size_t i = 0; i < c->t->ncores; i++)
         if (hwloc_bitmap_isset(c->t->cores[i], (unsigned)last)) {
@@ -667,14 +676,15 @@ static void drop_smt_siblings(const struct topo *t, hwloc_bitmap_t set)
     }
 }
 
-/* Take up to n PUs of pool, whole cores first, in core order. */
-static void take_compact(const struct topo *t, hwloc_const_bitmap_t pool, unsigned n,
-                         hwloc_bitmap_t out)
+/* Add up to n PUs of pool not yet in out, whole cores first, in core order; how many. */
+static unsigned take_in_core_order(const struct topo *t, hwloc_const_bitmap_t pool, unsigned n,
+                                   hwloc_bitmap_t out)
 {
     unsigned got = 0;
     hwloc_bitmap_t in = hwloc_bitmap_alloc();
     for (size_t i = 0; i < t->ncores && got < n; i++) {
         hwloc_bitmap_and(in, t->cores[i], pool);
+        hwloc_bitmap_andnot(in, in, out);
         int pu;
         hwloc_bitmap_foreach_begin(pu, in)
         {
@@ -700,6 +710,46 @@ static void take_compact(const struct topo *t, hwloc_const_bitmap_t pool, unsign
         }
     }
     hwloc_bitmap_foreach_end();
+    hwloc_bitmap_free(in);
+    return got;
+}
+
+/*
+ * Add up to n PUs of pool to out: on a hybrid machine the fastest kind of
+ * core first (a service asks for a number of CPUs to get work done, and an
+ * efficiency core does less of it), and within a kind in core order.
+ */
+static void take_compact(const struct topo *t, hwloc_const_bitmap_t pool, unsigned n,
+                         hwloc_bitmap_t out)
+{
+    unsigned got = 0;
+    hwloc_bitmap_t part = hwloc_bitmap_alloc();
+    for (size_t k = 0; k < t->nkinds && got < n; k++) {
+        hwloc_bitmap_and(part, pool, t->kinds[k].cpus);
+        got += take_in_core_order(t, part, n - got, out);
+    }
+    hwloc_bitmap_free(part);
+    if (got < n)
+        take_in_core_order(t, pool, n - got, out);
+}
+
+/* "; kinds: 4 IntelCore, 2 IntelAtom", the kinds of core in set; "" where cores are alike. */
+static void kinds_word(const struct topo *t, hwloc_const_bitmap_t set, char *buf, size_t n)
+{
+    size_t len = 0;
+    *buf = '\0';
+    if (t->nkinds < 2)
+        return;
+    hwloc_bitmap_t in = hwloc_bitmap_alloc();
+    for (size_t k = 0; k < t->nkinds && len < n; k++) {
+        hwloc_bitmap_and(in, set, t->kinds[k].cpus);
+        int w = hwloc_bitmap_weight(in);
+        if (w > 0) {
+            int r = snprintf(buf + len, n - len, "%s%d %s", len ? ", " : "; kinds: ", w,
+                             t->kinds[k].label[0] ? t->kinds[k].label : "of a kind");
+            len += r > 0 ? (size_t)r : 0;
+        }
+    }
     hwloc_bitmap_free(in);
 }
 
@@ -756,12 +806,15 @@ static void choose_cpus(struct ctx *c)
             taken = (unsigned)hwloc_bitmap_weight(pl->cpus);
         }
         hwloc_bitmap_free(part);
-        if (hwloc_bitmap_weight(pl->cpus) < (int)want) /* rounding left some out */
-            take_compact(t, pool, want, pl->cpus);
+        int short_by = (int)want - hwloc_bitmap_weight(pl->cpus);
+        if (short_by > 0) /* rounding left some out */
+            take_compact(t, pool, (unsigned)short_by, pl->cpus);
     }
-    char *list = bitmap_list(pl->cpus);
-    note(pl, NOTE_INFO, "cpus %s (%d)%s", list, hwloc_bitmap_weight(pl->cpus),
-         p->placement.smt ? "" : ": one PU per core (smt = no)");
+    char *list = bitmap_list(pl->cpus), kinds[256];
+    kinds_word(t, pl->cpus, kinds, sizeof(kinds));
+    note(pl, NOTE_INFO, "cpus %s (%d)%s%s%s", list, hwloc_bitmap_weight(pl->cpus),
+         p->placement.smt ? "" : ": one PU per core (smt = no)", kinds,
+         *kinds && want < have ? ", the fastest first" : "");
     free(list);
     hwloc_bitmap_free(pool);
 }

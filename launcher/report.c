@@ -309,6 +309,13 @@ void report_topo_text(FILE *f, const struct topo *t)
     free(aff);
     free(off);
     fprintf(f, "cores      %zu\n", t->ncores);
+    for (size_t i = 0; i < t->nkinds; i++) {
+        char *c = bitmap_list(t->kinds[i].cpus);
+        fprintf(f, "%s%s %s%s", i ? ", " : "kinds      fastest first: ",
+                t->kinds[i].label[0] ? t->kinds[i].label : "-", c ? c : "",
+                i + 1 == t->nkinds ? "\n" : "");
+        free(c);
+    }
     if (t->source == TOPO_HOST)
         fprintf(f, "cache      %s%s%s\n", cache_name(t->cache), t->cache_note ? ": " : "",
                 t->cache_note ? t->cache_note : "");
@@ -352,7 +359,15 @@ void report_topo_json(FILE *f, const struct topo *t)
     json_list(f, t->offline);
     fprintf(f, ",\n  \"inherited_affinity\": ");
     json_list(f, t->binding);
-    fprintf(f, ",\n  \"cores\": %zu,\n  \"nodes\": [", t->ncores);
+    fprintf(f, ",\n  \"cores\": %zu,\n  \"kinds\": [", t->ncores);
+    for (size_t i = 0; i < t->nkinds; i++) {
+        fprintf(f, "%s{\"cpus\": ", i ? ", " : "");
+        json_list(f, t->kinds[i].cpus);
+        fprintf(f, ", \"label\": ");
+        json_string(f, t->kinds[i].label);
+        fputc('}', f);
+    }
+    fprintf(f, "],\n  \"nodes\": [");
     for (size_t i = 0; i < t->nnodes; i++) {
         const struct topo_node *n = &t->nodes[i];
         fprintf(f, "%s\n    {\"os_index\": %u, \"cpus\": ", i ? "," : "", n->os_index);

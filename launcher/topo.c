@@ -38,6 +38,7 @@
 #include "state.h"
 #include "util.h"
 
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -56,7 +57,9 @@
  * What tunerun sets in its own environment for the load, and puts back
  * afterwards. No plugin is needed: blacklisting them saves the dlopen()s,
  * and pointing the plugin path nowhere saves scanning the directory. The
- * x86 backend only adds CPUID details the planner never reads.
+ * x86 backend only adds CPUID details: the kinds of core on a hybrid
+ * machine, which the planner does read, the Linux backend ranks from
+ * sysfs (each CPU's capacity, else its frequencies).
  */
 static const struct {
     const char *name, *value;
@@ -94,6 +97,11 @@ struct mnode {
     char subtype[16];
 };
 
+struct mkind {
+    hwloc_bitmap_t cpus;
+    char label[32];
+};
+
 struct machine {
     hwloc_bitmap_t online;   /* PUs that are online */
     hwloc_bitmap_t complete; /* every PU that exists */
@@ -101,7 +109,9 @@ struct machine {
     size_t nnodes;
     hwloc_bitmap_t *cores;
     size_t ncores;
-    uint64_t *distance; /* nnodes x nnodes relative latencies, 0 where unknown; or NULL */
+    uint64_t *distance;  /* nnodes x nnodes relative latencies, 0 where unknown; or NULL */
+    struct mkind *kinds; /* kinds of core, fastest first; none unless two or more are ranked */
+    size_t nkinds;
     /* what this process may use; NULL (for the host, until read) means everything */
     hwloc_bitmap_t allowed_cpus, allowed_nodes;
 };
@@ -112,14 +122,84 @@ static void machine_free(struct machine *m)
         hwloc_bitmap_free(m->nodes[i].cpus);
     for (size_t i = 0; i < m->ncores; i++)
         hwloc_bitmap_free(m->cores[i]);
+    for (size_t i = 0; i < m->nkinds; i++)
+        hwloc_bitmap_free(m->kinds[i].cpus);
     free(m->nodes);
     free(m->cores);
+    free(m->kinds);
     free(m->distance);
     hwloc_bitmap_free(m->online);
     hwloc_bitmap_free(m->complete);
     hwloc_bitmap_free(m->allowed_cpus);
     hwloc_bitmap_free(m->allowed_nodes);
     memset(m, 0, sizeof(*m));
+}
+
+static const char *info_value(const struct hwloc_info_s *infos, unsigned n, const char *name)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (strcmp(infos[i].name, name) == 0)
+            return infos[i].value;
+    return NULL;
+}
+
+/* What tells a kind apart, in one word (the cache keeps it so): "IntelCore", "capacity=1024". */
+static void kind_label(const struct hwloc_info_s *infos, unsigned n, char *buf, size_t size)
+{
+    static const struct {
+        const char *info, *fmt;
+    } ways[] = {
+        {"CoreType", "%s"},
+        {"LinuxCapacity", "capacity=%s"},
+        {"FrequencyBaseMHz", "base=%sMHz"},
+        {"FrequencyMaxMHz", "max=%sMHz"},
+    };
+    *buf = '\0';
+    for (size_t i = 0; i < sizeof(ways) / sizeof(ways[0]) && *buf == '\0'; i++) {
+        const char *v = info_value(infos, n, ways[i].info);
+        if (v && *v)
+            snprintf(buf, size, ways[i].fmt, v);
+    }
+    for (char *c = buf; *c; c++)
+        if (!isgraph((unsigned char)*c))
+            *c = '_';
+}
+
+/*
+ * The kinds of core, fastest first, as hwloc ranks them: by what the OS
+ * says (Linux's cpu_capacity), else by core type and frequency. Kinds it
+ * cannot rank (efficiency -1) are left out, as if every core were alike.
+ */
+static void kinds_from_hwloc(hwloc_topology_t topo, struct machine *m)
+{
+    int n = hwloc_cpukinds_get_nr(topo, 0);
+    if (n < 2)
+        return; /* no kinds, or one: every core alike */
+    struct mkind *k = xcalloc((size_t)n, sizeof(*k));
+    size_t got = 0;
+    /* hwloc lists them from the least efficient (lowest performance) up */
+    for (int i = n - 1; i >= 0; i--) {
+        int efficiency;
+        unsigned ninfos = 0;
+        struct hwloc_info_s *infos = NULL;
+        hwloc_bitmap_t cpus = hwloc_bitmap_alloc();
+        if (hwloc_cpukinds_get_info(topo, (unsigned)i, cpus, &efficiency, &ninfos, &infos, 0) < 0 ||
+            efficiency < 0) {
+            hwloc_bitmap_free(cpus);
+            break;
+        }
+        k[got].cpus = cpus;
+        kind_label(infos, ninfos, k[got].label, sizeof(k[got].label));
+        got++;
+    }
+    if (got < (size_t)n) {
+        for (size_t i = 0; i < got; i++)
+            hwloc_bitmap_free(k[i].cpus);
+        free(k);
+        return;
+    }
+    m->kinds = k;
+    m->nkinds = got;
 }
 
 /* What the planner needs from an hwloc topology, which can then go. */
@@ -167,6 +247,7 @@ static void machine_from_hwloc(hwloc_topology_t topo, struct machine *m, bool al
         hwloc_distances_release(topo, d);
     }
     free(objs);
+    kinds_from_hwloc(topo, m);
 }
 
 /*
@@ -177,7 +258,7 @@ static void machine_from_hwloc(hwloc_topology_t topo, struct machine *m, bool al
  */
 #define BASE_FLAGS                                                                                 \
     (HWLOC_TOPOLOGY_FLAG_DONT_CHANGE_BINDING | HWLOC_TOPOLOGY_FLAG_NO_MEMATTRS |                   \
-     HWLOC_TOPOLOGY_FLAG_NO_CPUKINDS | HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED)
+     HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED)
 
 /*
  * Only what the planner reads: nodes, cores, PUs, and what carries a NUMA
@@ -291,7 +372,7 @@ static char *cache_key(int *max)
     Dl_info lib;
     const char *libpath = dladdr((void *)hwloc_topology_init, &lib) ? lib.dli_fname : NULL;
     char *exe = file_id("/proc/self/exe"), *hw = file_id(libpath);
-    char *key = xasprintf("tunerun topology cache 3\ntunerun %s\nhwloc %s %s\n", exe,
+    char *key = xasprintf("tunerun topology cache 4\ntunerun %s\nhwloc %s %s\n", exe,
                           libpath ? libpath : "-", hw);
     free(exe);
     free(hw);
@@ -324,6 +405,7 @@ static char *cache_key(int *max)
  *     online LIST             PUs online
  *     node OS BYTES LIST SUBTYPE   per node, its PUs; SUBTYPE "-" for none
  *     core LIST               per core
+ *     kind LIST LABEL         per kind of core, fastest first; LABEL "-" for none
  *     distances V...          nodes x nodes, in node order; absent: unknown
  *
  * LIST is bitmap_list()'s ("none" when empty).
@@ -356,6 +438,11 @@ static char *cache_format(const struct machine *m)
     for (size_t i = 0; i < m->ncores; i++) {
         char *cpus = bitmap_list(m->cores[i]);
         APPEND("core %s\n", cpus);
+        free(cpus);
+    }
+    for (size_t i = 0; i < m->nkinds; i++) {
+        char *cpus = bitmap_list(m->kinds[i].cpus);
+        APPEND("kind %s %s\n", cpus, m->kinds[i].label[0] ? m->kinds[i].label : "-");
         free(cpus);
     }
     if (m->distance) {
@@ -406,6 +493,22 @@ static hwloc_bitmap_t cached_set(const char *list, hwloc_const_bitmap_t within, 
     return set;
 }
 
+/*
+ * A non-empty list within `within` that shares no CPU with `taken` (the
+ * cores or kinds before it), added to it; NULL otherwise.
+ */
+static hwloc_bitmap_t apart_set(const char *list, hwloc_const_bitmap_t within, hwloc_bitmap_t taken)
+{
+    hwloc_bitmap_t set = cached_set(list, within, 0);
+    if (set && (hwloc_bitmap_iszero(set) || hwloc_bitmap_intersects(set, taken))) {
+        hwloc_bitmap_free(set);
+        return NULL;
+    }
+    if (set)
+        hwloc_bitmap_or(taken, taken, set);
+    return set;
+}
+
 static size_t words(const char *s)
 {
     size_t n = 0;
@@ -428,7 +531,8 @@ static bool cache_parse(char *text, int max, struct machine *m, char *why, size_
 {
     memset(m, 0, sizeof(*m));
     hwloc_bitmap_t seen = hwloc_bitmap_alloc(), in_cores = hwloc_bitmap_alloc();
-    size_t node_cap = 0, core_cap = 0;
+    hwloc_bitmap_t in_kinds = hwloc_bitmap_alloc();
+    size_t node_cap = 0, core_cap = 0, kind_cap = 0;
     unsigned lineno = 0, bad = 0;
     char *save = NULL;
     for (char *line = strtok_r(text, "\n", &save); line && !bad;
@@ -464,17 +568,27 @@ static bool cache_parse(char *text, int max, struct machine *m, char *why, size_
                     snprintf(nd->subtype, sizeof(nd->subtype), "%s", d);
             }
         } else if (ok && strcmp(word, "core") == 0) {
-            hwloc_bitmap_t cpus = cached_set(strtok_r(NULL, " ", &w), m->complete, 0);
-            ok = cpus != NULL && !hwloc_bitmap_iszero(cpus) &&
-                 !hwloc_bitmap_intersects(cpus, in_cores);
+            hwloc_bitmap_t cpus = apart_set(strtok_r(NULL, " ", &w), m->complete, in_cores);
+            ok = cpus != NULL;
             if (ok) {
-                hwloc_bitmap_or(in_cores, in_cores, cpus);
                 if (m->ncores == core_cap)
                     m->cores =
                         xrealloc(m->cores, (core_cap = core_cap * 2 + 8) * sizeof(*m->cores));
                 m->cores[m->ncores++] = cpus;
-            } else if (cpus) {
-                hwloc_bitmap_free(cpus);
+            }
+        } else if (ok && strcmp(word, "kind") == 0) {
+            const char *list = strtok_r(NULL, " ", &w), *label = strtok_r(NULL, " ", &w);
+            hwloc_bitmap_t cpus = label && strlen(label) < sizeof(m->kinds->label)
+                                      ? apart_set(list, m->complete, in_kinds)
+                                      : NULL;
+            ok = cpus != NULL;
+            if (ok) {
+                if (m->nkinds == kind_cap)
+                    m->kinds =
+                        xrealloc(m->kinds, (kind_cap = kind_cap * 2 + 2) * sizeof(*m->kinds));
+                struct mkind *k = &m->kinds[m->nkinds++];
+                k->cpus = cpus;
+                snprintf(k->label, sizeof(k->label), "%s", strcmp(label, "-") ? label : "");
             }
         } else if (ok && strcmp(word, "distances") == 0 && m->distance == NULL && m->nnodes > 1) {
             /* as many values as node pairs, counted before the matrix is made */
@@ -494,10 +608,13 @@ static bool cache_parse(char *text, int max, struct machine *m, char *why, size_
     }
     hwloc_bitmap_free(seen);
     hwloc_bitmap_free(in_cores);
+    hwloc_bitmap_free(in_kinds);
     if (bad)
         snprintf(why, why_n, "line %u after the key is not tunerun's", bad);
     else if (m->complete == NULL || m->online == NULL || m->nnodes == 0)
         snprintf(why, why_n, "it ends before its complete, online and node lines");
+    else if (m->nkinds == 1)
+        snprintf(why, why_n, "it has one kind line; a machine whose cores are alike has none");
     else
         return true;
     machine_free(m);
@@ -771,6 +888,23 @@ static void load_cores(const struct machine *m, struct topo *t)
     }
 }
 
+/* The kinds of core among this process's CPUs, fastest first. */
+static void load_kinds(const struct machine *m, struct topo *t)
+{
+    t->kinds = xcalloc(m->nkinds, sizeof(*t->kinds));
+    for (size_t i = 0; i < m->nkinds; i++) {
+        hwloc_bitmap_t pus = hwloc_bitmap_dup(m->kinds[i].cpus);
+        hwloc_bitmap_and(pus, pus, t->cpus);
+        if (hwloc_bitmap_iszero(pus)) {
+            hwloc_bitmap_free(pus);
+            continue;
+        }
+        struct topo_kind *k = &t->kinds[t->nkinds++];
+        k->cpus = pus;
+        memcpy(k->label, m->kinds[i].label, sizeof(k->label));
+    }
+}
+
 /*
  * hwloc keeps only each node's total. libnuma reads total and free from the
  * node's meminfo, now: a cached topology may predate memory hotplug.
@@ -846,6 +980,7 @@ static void narrow(struct topo *t, struct machine *m)
     load_nodes(m, t);
     load_memory(t);
     load_cores(m, t);
+    load_kinds(m, t);
     machine_free(m);
     t->binding = hwloc_bitmap_dup(t->cpus); /* the host's own is read by the caller */
 }
@@ -915,6 +1050,9 @@ void topo_free(struct topo *t)
     for (size_t i = 0; i < t->ncores; i++)
         hwloc_bitmap_free(t->cores[i]);
     free(t->cores);
+    for (size_t i = 0; i < t->nkinds; i++)
+        hwloc_bitmap_free(t->kinds[i].cpus);
+    free(t->kinds);
     hwloc_bitmap_free(t->cpus);
     hwloc_bitmap_free(t->offline);
     hwloc_bitmap_free(t->binding);

@@ -38,6 +38,15 @@ struct topo_node {
     char subtype[16]; /* "DRAM", "MCDRAM", "HBM", ... or "" */
 };
 
+/*
+ * A kind of CPU core on a hybrid machine: Intel's performance and
+ * efficiency cores, ARM's big and LITTLE ones.
+ */
+struct topo_kind {
+    hwloc_bitmap_t cpus; /* its allowed online PUs */
+    char label[32];      /* what tells it apart: "IntelCore", "capacity=1024", ...; or "" */
+};
+
 struct topo {
     enum topo_source source;
     char *desc; /* "this machine", the XML path or the synthetic description */
@@ -52,7 +61,14 @@ struct topo {
     hwloc_bitmap_t offline; /* PUs that exist but are offline */
     hwloc_bitmap_t binding; /* inherited affinity (the whole of cpus for XML/synthetic) */
     unsigned *distance;     /* nnodes x nnodes relative latencies; NULL when unknown */
-    bool memory_known;      /* false when no node reports any memory (some XMLs) */
+    /*
+     * The kinds of core among the allowed CPUs, fastest first. None when
+     * the machine's cores are all alike, or when neither hwloc nor the
+     * base frequencies can say which kind is faster.
+     */
+    struct topo_kind *kinds;
+    size_t nkinds;
+    bool memory_known; /* false when no node reports any memory (some XMLs) */
 
     enum topo_cache cache;
     char *cache_note; /* what happened with the cache and why, for -v; may be NULL */

@@ -301,6 +301,57 @@ static bool has_note(const struct plan *pl, const char *text)
     return false;
 }
 
+static void assert_cpus(const struct plan *pl, const char *want, const char *label)
+{
+    char *got = bitmap_list(pl->cpus);
+    if (strcmp(got, want) != 0)
+        fail_msg("%s: cpus %s, not %s", label, got, want);
+    free(got);
+}
+
+/* On a hybrid machine a count of CPUs takes the fastest kind of core first. */
+static void test_fastest_cores_first(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("tests/data/hybrid.xml"); /* 0-7 efficiency, 8-23 performance */
+    plan_everything_on(&t, "tests/data/hybrid.xml");
+    static const struct {
+        const char *sets[3], *cpus, *note;
+    } cases[] = {
+        {{"placement.cpus=6", NULL}, "8-13", "kinds: 6 IntelCore, the fastest first"},
+        {{"placement.cpus=20", NULL}, "0-3,8-23", "kinds: 16 IntelCore, 4 IntelAtom, the fastest"},
+        {{"placement.cpus=4", "placement.smt=no", NULL}, "8,10,12,14", "(smt = no); kinds: 4"},
+        {{NULL}, "0-23", "kinds: 16 IntelCore, 8 IntelAtom"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct profile p = load_profile("mysql", cases[i].sets);
+        struct plan pl = make_plan(&p, &t, NULL);
+        assert_cpus(&pl, cases[i].cpus, cases[i].cpus);
+        if (!has_note(&pl, cases[i].note))
+            fail_msg("%s: no note \"%s\"", cases[i].cpus, cases[i].note);
+        assert_int_equal(has_note(&pl, "fastest first"), cases[i].sets[0] != NULL);
+        plan_free(&pl);
+        profile_free(&p);
+    }
+    /* within the inherited affinity: its performance cores, then its efficiency ones */
+    hwloc_bitmap_list_sscanf(t.binding, "0-9");
+    const char *four[] = {"placement.cpus=4", NULL};
+    struct profile p = load_profile("mysql", four);
+    struct plan pl = make_plan(&p, &t, NULL);
+    assert_cpus(&pl, "0-1,8-9", "taskset 0-9");
+    plan_free(&pl);
+    topo_free(&t);
+
+    /* kinds nothing ranks are no kinds: core order, and no word of them */
+    t = load_topo("tests/data/hybrid-unranked.xml");
+    pl = make_plan(&p, &t, NULL);
+    assert_cpus(&pl, "0-3", "unranked");
+    assert_false(has_note(&pl, "kinds"));
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&t);
+}
+
 /*
  * A hand-made machine no export has: node 1 has CPUs but no memory, node 2
  * memory but no CPUs, memory sizes uneven, and node 3 much nearer to node 1
@@ -840,6 +891,26 @@ static void test_swap_policy(void **state)
     topo_free(&t);
 }
 
+/* A shared pool on a hybrid machine yields its fast cores and keeps a slow one. */
+static void test_pool_keeps_a_slow_core(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("tests/data/hybrid.xml"); /* 0-7 efficiency, 8-23 performance */
+    struct profile mysql = load_profile("mysql", NULL);
+    struct claim k = live("nginx", "0-23", "0", false, "mysql");
+    k.pool = true;
+    struct plan pl = plan_with(&mysql, &t, &k, 1);
+    assert_int_equal(pl.nshrinks, 1);
+    char *kept = bitmap_list(pl.shrinks[0].cpus);
+    assert_string_equal(kept, "6-7"); /* its last efficiency core, not 22-23 */
+    free(kept);
+    assert_cpus(&pl, "0-5,8-23", "mysql beside a yielding pool");
+    plan_free(&pl);
+    claim_free(&k);
+    profile_free(&mysql);
+    topo_free(&t);
+}
+
 /* One CPU is one CPU: the notes and reasons agree in number. */
 static void test_one_is_singular(void **state)
 {
@@ -1088,6 +1159,7 @@ int main(void)
         cmocka_unit_test(test_synthetic_shapes_up_to_thousands_of_pus),
         cmocka_unit_test(test_mysql_on_two_socket_xeon),
         cmocka_unit_test(test_inherited_affinity_is_never_widened),
+        cmocka_unit_test(test_fastest_cores_first),
         cmocka_unit_test(test_memoryless_node_gets_nearest_memory),
         cmocka_unit_test(test_memory_auto_grows_near),
         cmocka_unit_test(test_memory_auto),
@@ -1099,6 +1171,7 @@ int main(void)
         cmocka_unit_test(test_swap_policy),
         cmocka_unit_test(test_reasons_fit_any_profile),
         cmocka_unit_test(test_one_is_singular),
+        cmocka_unit_test(test_pool_keeps_a_slow_core),
     };
     return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
 }

@@ -10,6 +10,7 @@
 
 #include "state.h"
 #include "topo.h"
+#include "util.h"
 #include "topologies.h"
 
 static struct topo load(const char *name)
@@ -185,7 +186,40 @@ static void test_host_is_this_system(void **state)
     unsetenv("HWLOC_FSROOT");
 }
 
-/* A topology imported from the cache is the one hwloc discovered. */
+/* Kinds of core, fastest first as hwloc ranks them; none when it cannot rank them. */
+static void test_cpu_kinds(void **state)
+{
+    (void)state;
+    struct topo t;
+    struct err e;
+    if (!topo_load(&t, "tests/data/hybrid.xml", NULL, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(t.nkinds, 2);
+    assert_string_equal(t.kinds[0].label, "IntelCore");
+    assert_string_equal(t.kinds[1].label, "IntelAtom");
+    char *fast = bitmap_list(t.kinds[0].cpus), *slow = bitmap_list(t.kinds[1].cpus);
+    assert_string_equal(fast, "8-23");
+    assert_string_equal(slow, "0-7");
+    free(fast);
+    free(slow);
+    topo_free(&t);
+
+    if (!topo_load(&t, "tests/data/hybrid-unranked.xml", NULL, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(t.nkinds, 0);
+    topo_free(&t);
+
+    /* the cache keeps them; a process allowed only some CPUs sees only their kinds */
+    const char *text = "complete 0-7\nonline 0-7\nnode 0 1 0-7 -\n"
+                       "kind 4-7 IntelCore\nkind 0-3 -\n";
+    assert_true(topo_parse_cache(&t, text, &e));
+    assert_int_equal(t.nkinds, 2);
+    assert_string_equal(t.kinds[0].label, "IntelCore");
+    assert_string_equal(t.kinds[1].label, "");
+    assert_int_equal(hwloc_bitmap_first(t.kinds[0].cpus), 4);
+    topo_free(&t);
+}
+
 /* The cache's own lines: what a warm launch reads, and what it must refuse. */
 static void test_cache_lines(void **state)
 {
@@ -224,6 +258,13 @@ static void test_cache_lines(void **state)
         {"complete 0-3\nonline 0-3\nnode 0 1 0-3 -\ndistances 10\n", "line 4 "}, /* one node */
         {"complete 0-3\nonline -3\nnode 0 1 0-3 -\n", "line 2 "}, /* hwloc 2.9 hangs on it */
         {"complete 0-3\nonline 0-3\nnode 0 1 0-3 - extra\n", "line 3 "},
+        {"complete 0-3\nonline 0-3\nnode 0 1 0-3 -\nkind 0-1 a\nkind 1-3 b\n", "line 5 "},
+        {"complete 0-3\nonline 0-3\nnode 0 1 0-3 -\nkind 0-1 a\nkind 2-4 b\n", "line 5 "},
+        {"complete 0-3\nonline 0-3\nnode 0 1 0-3 -\nkind 0-1\n", "line 4 "}, /* no label */
+        {"complete 0-3\nonline 0-3\nnode 0 1 0-3 -\nkind 0-1 "
+         "a-label-of-thirty-two-characters\nkind 2-3 b\n",
+         "line 4 "},
+        {"complete 0-3\nonline 0-3\nnode 0 1 0-3 -\nkind 0-3 a\n", "one kind line"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         if (topo_parse_cache(&t, bad[i].text, &e)) {
@@ -268,6 +309,11 @@ static void test_host_cache(void **state)
         assert_int_equal(found.nodes[i].has_memory, cached.nodes[i].has_memory);
         assert_string_equal(found.nodes[i].subtype, cached.nodes[i].subtype);
     }
+    assert_int_equal(found.nkinds, cached.nkinds);
+    for (size_t i = 0; i < found.nkinds; i++) {
+        assert_true(hwloc_bitmap_isequal(found.kinds[i].cpus, cached.kinds[i].cpus));
+        assert_string_equal(found.kinds[i].label, cached.kinds[i].label);
+    }
     assert_int_equal(found.distance == NULL, cached.distance == NULL);
     if (found.distance)
         assert_memory_equal(found.distance, cached.distance,
@@ -300,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_offline_and_disallowed),
         cmocka_unit_test(test_synthetic),
         cmocka_unit_test(test_host_is_this_system),
+        cmocka_unit_test(test_cpu_kinds),
         cmocka_unit_test(test_cache_lines),
         cmocka_unit_test(test_host_cache),
     };
