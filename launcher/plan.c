@@ -819,6 +819,24 @@ static void choose_cpus(struct ctx *c)
     hwloc_bitmap_free(pool);
 }
 
+/* Chosen CPUs that no allowed node is home to (a cpuset allowing CPUs but not their memory). */
+static void note_nodeless(struct ctx *c)
+{
+    hwloc_bitmap_t nodeless = hwloc_bitmap_alloc();
+    topo_nodeless(c->t, c->pl->cpus, nodeless);
+    if (c->t->nnodes > 0 && !hwloc_bitmap_iszero(nodeless)) {
+        bool one = hwloc_bitmap_weight(nodeless) == 1;
+        char *list = bitmap_list(nodeless);
+        note(c->pl, NOTE_INFO,
+             "%s %s: %s NUMA node%s not among the memory nodes allowed here, so %s memory "
+             "comes from allowed ones, as the memory policy says",
+             cpus_word(nodeless), list, one ? "its" : "their own", one ? " is" : "s are",
+             one ? "its" : "their");
+        free(list);
+    }
+    hwloc_bitmap_free(nodeless);
+}
+
 /* ---- phase 3b: running services yield -------------------------------------- */
 
 /* The whole cores that set touches: a yielding pool gives up SMT siblings too. */
@@ -1565,7 +1583,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     }
     rank_nodes(&c);
     if (c.nrank == 0) {
-        /* No NUMA information at all: treat the machine as one node 0. */
+        /* No node owns a candidate: no NUMA information, or a cpuset without their memory. */
         hwloc_bitmap_copy(pl->cpus, c.cand);
         note(pl, NOTE_WARN, "no NUMA node owns the candidate CPUs; placing by CPUs only");
     } else {
@@ -1575,6 +1593,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
         add_shrinks(&c);
         settle_nodes(&c);
     }
+    note_nodeless(&c);
     add_limit_steps(&c);
     add_placement_steps(&c);
     add_env_steps(&c, in->environ);

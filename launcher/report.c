@@ -161,9 +161,16 @@ void report_plan_text(FILE *f, const struct profile *p, const struct topo *t, co
         fprintf(f, "fears      %s\n", p->fears);
     fprintf(f, "topology   ");
     topo_summary(f, t);
-    fprintf(f, "\nplacement  cpus %s (%d) on node%s %s; memory %s%s%s\n", cpus ? cpus : "",
-            hwloc_bitmap_weight(pl->cpus), hwloc_bitmap_weight(pl->nodes) == 1 ? "" : "s",
-            nodes ? nodes : "", plan_mpol_name(pl->mpol), pl->mpol == PLAN_MPOL_LOCAL ? "" : " ",
+    int nnodes = hwloc_bitmap_weight(pl->nodes);
+    fprintf(f, "\nplacement  cpus %s (%d) on %s%s%s; memory %s%s%s\n", cpus ? cpus : "",
+            hwloc_bitmap_weight(pl->cpus), nnodes == 0 ? "no node" : "node",
+            nnodes > 1    ? "s "
+            : nnodes == 1 ? " "
+                          : "",
+            nnodes == 0 ? ""
+            : nodes     ? nodes
+                        : "",
+            plan_mpol_name(pl->mpol), pl->mpol == PLAN_MPOL_LOCAL ? "" : " ",
             pl->mpol == PLAN_MPOL_LOCAL ? "" : mem);
     free(cpus);
     free(nodes);
@@ -309,6 +316,14 @@ void report_topo_text(FILE *f, const struct topo *t)
     free(aff);
     free(off);
     fprintf(f, "cores      %zu\n", t->ncores);
+    hwloc_bitmap_t nodeless = hwloc_bitmap_alloc();
+    topo_nodeless(t, t->cpus, nodeless);
+    if (!hwloc_bitmap_iszero(nodeless)) {
+        char *c = bitmap_list(nodeless);
+        fprintf(f, "no node    %s: allowed CPUs whose own NUMA node is not allowed\n", c ? c : "");
+        free(c);
+    }
+    hwloc_bitmap_free(nodeless);
     for (size_t i = 0; i < t->nkinds; i++) {
         char *c = bitmap_list(t->kinds[i].cpus);
         fprintf(f, "%s%s %s%s", i ? ", " : "kinds      fastest first: ",
@@ -359,6 +374,11 @@ void report_topo_json(FILE *f, const struct topo *t)
     json_list(f, t->offline);
     fprintf(f, ",\n  \"inherited_affinity\": ");
     json_list(f, t->binding);
+    hwloc_bitmap_t nodeless = hwloc_bitmap_alloc();
+    topo_nodeless(t, t->cpus, nodeless);
+    fprintf(f, ",\n  \"cpus_without_node\": ");
+    json_list(f, nodeless);
+    hwloc_bitmap_free(nodeless);
     fprintf(f, ",\n  \"cores\": %zu,\n  \"kinds\": [", t->ncores);
     for (size_t i = 0; i < t->nkinds; i++) {
         fprintf(f, "%s{\"cpus\": ", i ? ", " : "");

@@ -78,6 +78,13 @@ int topo_node_index(const struct topo *t, unsigned os_index)
     return -1;
 }
 
+void topo_nodeless(const struct topo *t, hwloc_const_bitmap_t set, hwloc_bitmap_t out)
+{
+    hwloc_bitmap_copy(out, set);
+    for (size_t i = 0; i < t->nnodes; i++)
+        hwloc_bitmap_andnot(out, out, t->nodes[i].cpus);
+}
+
 unsigned topo_distance(const struct topo *t, size_t a, size_t b)
 {
     if (t->distance)

@@ -92,6 +92,13 @@ bool topo_parse_cache(struct topo *t, const char *text, struct err *e);
 
 /* Index in t->nodes of the node with this os index, or -1. */
 int topo_node_index(const struct topo *t, unsigned os_index);
+/*
+ * The CPUs of set that no allowed node is home to: a cpuset may allow CPUs
+ * whose own node it does not allow memory on (docker run --cpuset-cpus 0-3
+ * --cpuset-mems 1). They run the service, and their memory comes from
+ * elsewhere.
+ */
+void topo_nodeless(const struct topo *t, hwloc_const_bitmap_t set, hwloc_bitmap_t out);
 /* Distance between nodes by index; 10 for self and 20 for others when unknown. */
 unsigned topo_distance(const struct topo *t, size_t a, size_t b);
 

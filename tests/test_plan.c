@@ -352,6 +352,28 @@ static void test_fastest_cores_first(void **state)
     topo_free(&t);
 }
 
+/* CPUs a cpuset allows on nodes it allows no memory on: used by cpus = all, and said. */
+static void test_cpus_of_no_allowed_node(void **state)
+{
+    (void)state;
+    /* CPUs 0-1 and 12-15 are allowed, their nodes 0, 6 and 7 are not */
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/16amd64-8n2c-cpusets.xml", topologies_dir());
+    struct topo t = load_topo(path);
+    struct profile nginx = load_profile("nginx", NULL), mysql = load_profile("mysql", NULL);
+    struct plan pl = make_plan(&nginx, &t, NULL);
+    assert_cpus(&pl, "0-3,5-6,12-15", "nginx, cpus = all");
+    assert_true(has_note(&pl, "CPUs 0-1,12-15: their own NUMA nodes are not among the memory "
+                              "nodes allowed here"));
+    plan_free(&pl);
+    pl = make_plan(&mysql, &t, NULL); /* cpus = node: only CPUs of an allowed node */
+    assert_false(has_note(&pl, "NUMA nodes are not among"));
+    plan_free(&pl);
+    profile_free(&nginx);
+    profile_free(&mysql);
+    topo_free(&t);
+}
+
 /*
  * A hand-made machine no export has: node 1 has CPUs but no memory, node 2
  * memory but no CPUs, memory sizes uneven, and node 3 much nearer to node 1
@@ -1160,6 +1182,7 @@ int main(void)
         cmocka_unit_test(test_mysql_on_two_socket_xeon),
         cmocka_unit_test(test_inherited_affinity_is_never_widened),
         cmocka_unit_test(test_fastest_cores_first),
+        cmocka_unit_test(test_cpus_of_no_allowed_node),
         cmocka_unit_test(test_memoryless_node_gets_nearest_memory),
         cmocka_unit_test(test_memory_auto_grows_near),
         cmocka_unit_test(test_memory_auto),
