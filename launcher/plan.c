@@ -9,7 +9,8 @@
  *      claimed CPUs) and take the N best; for N > 1 take the most compact
  *      group by the distance matrix.
  *   3. CPUs: all of the chosen nodes' candidates, a count or a percentage,
- *      whole cores first, optionally one PU per core.
+ *      whole cores first (on a hybrid machine, of the fastest kind first),
+ *      optionally one PU per core.
  *   4. memory: each chosen node's own memory, or for a memoryless node the
  *      nearest node with memory; then the policy, `auto` deciding between
  *      bind, preferred-many and interleave by the expected size.
@@ -717,40 +718,44 @@ static unsigned take_in_core_order(const struct topo *t, hwloc_const_bitmap_t po
 /*
  * Add up to n PUs of pool to out: on a hybrid machine the fastest kind of
  * core first (a service asks for a number of CPUs to get work done, and an
- * efficiency core does less of it), and within a kind in core order.
+ * efficiency core does less of it), and within a kind whole cores in core
+ * order, so that it shares no core with another service. True when pool
+ * held more than one kind, so that the kinds decided.
  */
-static void take_compact(const struct topo *t, hwloc_const_bitmap_t pool, unsigned n,
+static bool take_compact(const struct topo *t, hwloc_const_bitmap_t pool, unsigned n,
                          hwloc_bitmap_t out)
 {
-    unsigned got = 0;
+    unsigned got = 0, kinds = 0;
     hwloc_bitmap_t part = hwloc_bitmap_alloc();
-    for (size_t k = 0; k < t->nkinds && got < n; k++) {
+    for (size_t k = 0; k < t->nkinds; k++) {
         hwloc_bitmap_and(part, pool, t->kinds[k].cpus);
-        got += take_in_core_order(t, part, n - got, out);
+        kinds += !hwloc_bitmap_iszero(part);
+        if (got < n)
+            got += take_in_core_order(t, part, n - got, out);
     }
     hwloc_bitmap_free(part);
     if (got < n)
         take_in_core_order(t, pool, n - got, out);
+    return kinds > 1;
 }
 
-/* "; kinds: 4 IntelCore, 2 IntelAtom", the kinds of core in set; "" where cores are alike. */
-static void kinds_word(const struct topo *t, hwloc_const_bitmap_t set, char *buf, size_t n)
+/* "16 IntelCore, 4 IntelAtom": how many CPUs of set are of each kind; NULL where all alike. */
+static char *kinds_word(const struct topo *t, hwloc_const_bitmap_t set)
 {
-    size_t len = 0;
-    *buf = '\0';
-    if (t->nkinds < 2)
-        return;
+    char *text = NULL;
     hwloc_bitmap_t in = hwloc_bitmap_alloc();
-    for (size_t k = 0; k < t->nkinds && len < n; k++) {
+    for (size_t k = 0; k < t->nkinds; k++) {
         hwloc_bitmap_and(in, set, t->kinds[k].cpus);
         int w = hwloc_bitmap_weight(in);
         if (w > 0) {
-            int r = snprintf(buf + len, n - len, "%s%d %s", len ? ", " : "; kinds: ", w,
-                             t->kinds[k].label[0] ? t->kinds[k].label : "of a kind");
-            len += r > 0 ? (size_t)r : 0;
+            char *more =
+                xasprintf("%s%s%d %s", text ? text : "", text ? ", " : "", w, t->kinds[k].label);
+            free(text);
+            text = more;
         }
     }
     hwloc_bitmap_free(in);
+    return text;
 }
 
 static void choose_cpus(struct ctx *c)
@@ -760,7 +765,7 @@ static void choose_cpus(struct ctx *c)
     struct plan *pl = c->pl;
     hwloc_bitmap_t pool = hwloc_bitmap_alloc();
 
-    if (p->placement.cpus == CPUS_ALL) {
+    if (p->placement.cpus == CPUS_ALL || c->nrank == 0) { /* nrank 0: no node owns a CPU */
         hwloc_bitmap_copy(pool, c->cand);
     } else {
         for (size_t i = 0; i < t->nnodes; i++)
@@ -784,6 +789,7 @@ static void choose_cpus(struct ctx *c)
         want = have;
     }
 
+    bool by_kind = false;
     if (want == have) {
         hwloc_bitmap_copy(pl->cpus, pool);
     } else if (c->prev && hwloc_bitmap_isincluded(c->prev->cpus, pool) &&
@@ -802,20 +808,25 @@ static void choose_cpus(struct ctx *c)
             unsigned share = ++seen == nchosen ? want - taken : (want * w + have - 1) / have;
             if (share > want - taken)
                 share = want - taken;
-            take_compact(t, part, share, pl->cpus);
+            by_kind |= take_compact(t, part, share, pl->cpus);
             taken = (unsigned)hwloc_bitmap_weight(pl->cpus);
         }
         hwloc_bitmap_free(part);
         int short_by = (int)want - hwloc_bitmap_weight(pl->cpus);
         if (short_by > 0) /* rounding left some out */
-            take_compact(t, pool, (unsigned)short_by, pl->cpus);
+            by_kind |= take_compact(t, pool, (unsigned)short_by, pl->cpus);
     }
-    char *list = bitmap_list(pl->cpus), kinds[256];
-    kinds_word(t, pl->cpus, kinds, sizeof(kinds));
+    char *list = bitmap_list(pl->cpus), *kinds = kinds_word(t, pl->cpus);
     note(pl, NOTE_INFO, "cpus %s (%d)%s%s%s", list, hwloc_bitmap_weight(pl->cpus),
-         p->placement.smt ? "" : ": one PU per core (smt = no)", kinds,
-         *kinds && want < have ? ", the fastest first" : "");
+         p->placement.smt ? "" : ": one PU per core (smt = no)",
+         !kinds                                          ? ""
+         : by_kind && hwloc_bitmap_weight(pl->nodes) > 1 ? "; the fastest kind of core first "
+                                                           "within each node: "
+         : by_kind                                       ? "; the fastest kind of core first: "
+                                                         : "; kinds of core: ",
+         kinds ? kinds : "");
     free(list);
+    free(kinds);
     hwloc_bitmap_free(pool);
 }
 
@@ -1584,8 +1595,8 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     rank_nodes(&c);
     if (c.nrank == 0) {
         /* No node owns a candidate: no NUMA information, or a cpuset without their memory. */
-        hwloc_bitmap_copy(pl->cpus, c.cand);
         note(pl, NOTE_WARN, "no NUMA node owns the candidate CPUs; placing by CPUs only");
+        choose_cpus(&c);
     } else {
         choose_nodes(&c);
         separate_by_cores(&c);

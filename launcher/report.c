@@ -326,9 +326,8 @@ void report_topo_text(FILE *f, const struct topo *t)
     hwloc_bitmap_free(nodeless);
     for (size_t i = 0; i < t->nkinds; i++) {
         char *c = bitmap_list(t->kinds[i].cpus);
-        fprintf(f, "%s%s %s%s", i ? ", " : "kinds      fastest first: ",
-                t->kinds[i].label[0] ? t->kinds[i].label : "-", c ? c : "",
-                i + 1 == t->nkinds ? "\n" : "");
+        fprintf(f, "%s%s %s%s", i ? "; " : "kinds      fastest first: ", t->kinds[i].label,
+                c ? c : "", i + 1 == t->nkinds ? "\n" : "");
         free(c);
     }
     if (t->source == TOPO_HOST)

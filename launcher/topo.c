@@ -20,7 +20,7 @@
  * filters say) and parses /proc/cpuinfo: about half a millisecond on two
  * CPUs, tens on hundreds. So the host is discovered once, and what the
  * planner reads of it (PUs, nodes with their CPUs and sizes, cores, the
- * distance matrix) is written to topology.cache in the state directory, in
+ * kinds of core, the distance matrix) is written to topology.cache in the state directory, in
  * lines of tunerun's own that hwloc's list parser reads back: no hwloc
  * topology is built at all on a warm launch. The file starts with a key
  * made of what can change the machine under a running kernel (boot id,
@@ -58,8 +58,10 @@
  * afterwards. No plugin is needed: blacklisting them saves the dlopen()s,
  * and pointing the plugin path nowhere saves scanning the directory. The
  * x86 backend only adds CPUID details: the kinds of core on a hybrid
- * machine, which the planner does read, the Linux backend ranks from
- * sysfs (each CPU's capacity, else its frequencies).
+ * machine, which the planner does read, the Linux backend finds in sysfs
+ * (each CPU's capacity, else its base frequency). Not its maximum
+ * frequency: AMD's and Intel's "favoured" cores differ in nothing else,
+ * and hwloc would make each maximum a kind (hwloc issue #690).
  */
 static const struct {
     const char *name, *value;
@@ -67,6 +69,7 @@ static const struct {
     {"HWLOC_PLUGINS_BLACKLIST", "hwloc_pci,hwloc_opencl,hwloc_gl,hwloc_xml_libxml"},
     {"HWLOC_PLUGINS_PATH", "/nonexistent/tunerun-needs-no-hwloc-plugins"},
     {"HWLOC_COMPONENTS", "-x86"},
+    {"HWLOC_CPUKINDS_MAXFREQ", "0"},
 };
 #define NLOAD_ENV (sizeof(load_env) / sizeof(load_env[0]))
 
@@ -172,10 +175,21 @@ static void kind_label(const struct hwloc_info_s *infos, unsigned n, char *buf, 
             *c = '_';
 }
 
+/* A kind's capacity, else its base frequency (MHz): what it is ranked by; 0 when unknown. */
+static long kind_measure(const struct hwloc_info_s *infos, unsigned n, bool capacity)
+{
+    const char *v = info_value(infos, n, capacity ? "LinuxCapacity" : "FrequencyBaseMHz");
+    return v ? atol(v) : 0;
+}
+
 /*
  * The kinds of core, fastest first, as hwloc ranks them: by what the OS
- * says (Linux's cpu_capacity), else by core type and frequency. Kinds it
- * cannot rank (efficiency -1) are left out, as if every core were alike.
+ * says (Linux's cpu_capacity), else by core type and frequency. They are
+ * left out, as if every core were alike, when hwloc cannot rank them
+ * (efficiency -1), when they do not cover every CPU, or when the next
+ * kind is within a tenth of the one before it by capacity or base
+ * frequency: hwloc makes a kind of every distinct value, and NVIDIA
+ * Grace's identical cores report capacities 2% apart (hwloc issue #634).
  */
 static void kinds_from_hwloc(hwloc_topology_t topo, struct machine *m)
 {
@@ -183,23 +197,44 @@ static void kinds_from_hwloc(hwloc_topology_t topo, struct machine *m)
     if (n < 2)
         return; /* no kinds, or one: every core alike */
     struct mkind *k = xcalloc((size_t)n, sizeof(*k));
+    long *cap = xcalloc((size_t)n, sizeof(*cap)), *base = xcalloc((size_t)n, sizeof(*base));
+    hwloc_bitmap_t all = hwloc_bitmap_alloc();
+    bool alike = false, caps = true, bases = true;
     size_t got = 0;
-    /* hwloc lists them from the least efficient (lowest performance) up */
-    for (int i = n - 1; i >= 0; i--) {
+    /* hwloc lists them by rank: the lowest performance (the most energy-efficient) first */
+    for (int i = n - 1; i >= 0 && !alike; i--) {
         int efficiency;
         unsigned ninfos = 0;
         struct hwloc_info_s *infos = NULL;
-        hwloc_bitmap_t cpus = hwloc_bitmap_alloc();
-        if (hwloc_cpukinds_get_info(topo, (unsigned)i, cpus, &efficiency, &ninfos, &infos, 0) < 0 ||
-            efficiency < 0) {
-            hwloc_bitmap_free(cpus);
-            break;
-        }
-        k[got].cpus = cpus;
+        k[got].cpus = hwloc_bitmap_alloc();
+        alike = hwloc_cpukinds_get_info(topo, (unsigned)i, k[got].cpus, &efficiency, &ninfos,
+                                        &infos, 0) < 0 ||
+                efficiency < 0;
         kind_label(infos, ninfos, k[got].label, sizeof(k[got].label));
+        cap[got] = kind_measure(infos, ninfos, true);
+        base[got] = kind_measure(infos, ninfos, false);
+        caps &= cap[got] > 0;
+        bases &= base[got] > 0;
+        hwloc_bitmap_or(all, all, k[got].cpus);
         got++;
     }
-    if (got < (size_t)n) {
+    const long *by = caps ? cap : bases ? base : NULL;
+    for (size_t i = 1; by && i < got && !alike; i++)
+        alike = by[i - 1] * 10 < by[i] * 11;
+    if (!alike && !hwloc_bitmap_isincluded(hwloc_topology_get_topology_cpuset(topo), all))
+        alike = true;
+    /* a label tells a kind apart, or it is "kind1" (the fastest), "kind2"... */
+    for (size_t i = 0; i < got; i++) {
+        bool same = k[i].label[0] == '\0';
+        for (size_t j = 0; j < got && !same; j++)
+            same = j != i && strcmp(k[i].label, k[j].label) == 0;
+        if (same)
+            snprintf(k[i].label, sizeof(k[i].label), "kind%zu", i + 1);
+    }
+    free(cap);
+    free(base);
+    hwloc_bitmap_free(all);
+    if (alike) {
         for (size_t i = 0; i < got; i++)
             hwloc_bitmap_free(k[i].cpus);
         free(k);
@@ -412,7 +447,7 @@ static char *cache_key(int *max)
  *     online LIST             PUs online
  *     node OS BYTES LIST SUBTYPE   per node, its PUs; SUBTYPE "-" for none
  *     core LIST               per core
- *     kind LIST LABEL         per kind of core, fastest first; LABEL "-" for none
+ *     kind LIST LABEL         per kind of core, fastest first: none, or two and more
  *     distances V...          nodes x nodes, in node order; absent: unknown
  *
  * LIST is bitmap_list()'s ("none" when empty).
@@ -449,7 +484,7 @@ static char *cache_format(const struct machine *m)
     }
     for (size_t i = 0; i < m->nkinds; i++) {
         char *cpus = bitmap_list(m->kinds[i].cpus);
-        APPEND("kind %s %s\n", cpus, m->kinds[i].label[0] ? m->kinds[i].label : "-");
+        APPEND("kind %s %s\n", cpus, m->kinds[i].label);
         free(cpus);
     }
     if (m->distance) {
@@ -595,7 +630,7 @@ static bool cache_parse(char *text, int max, struct machine *m, char *why, size_
                         xrealloc(m->kinds, (kind_cap = kind_cap * 2 + 2) * sizeof(*m->kinds));
                 struct mkind *k = &m->kinds[m->nkinds++];
                 k->cpus = cpus;
-                snprintf(k->label, sizeof(k->label), "%s", strcmp(label, "-") ? label : "");
+                snprintf(k->label, sizeof(k->label), "%s", label);
             }
         } else if (ok && strcmp(word, "distances") == 0 && m->distance == NULL && m->nnodes > 1) {
             /* as many values as node pairs, counted before the matrix is made */
@@ -895,7 +930,7 @@ static void load_cores(const struct machine *m, struct topo *t)
     }
 }
 
-/* The kinds of core among this process's CPUs, fastest first. */
+/* The kinds of core among this process's CPUs, fastest first; none when one kind is left. */
 static void load_kinds(const struct machine *m, struct topo *t)
 {
     t->kinds = xcalloc(m->nkinds, sizeof(*t->kinds));
@@ -909,6 +944,10 @@ static void load_kinds(const struct machine *m, struct topo *t)
         struct topo_kind *k = &t->kinds[t->nkinds++];
         k->cpus = pus;
         memcpy(k->label, m->kinds[i].label, sizeof(k->label));
+    }
+    if (t->nkinds == 1) {
+        hwloc_bitmap_free(t->kinds[0].cpus);
+        t->nkinds = 0;
     }
 }
 

@@ -44,7 +44,7 @@ struct topo_node {
  */
 struct topo_kind {
     hwloc_bitmap_t cpus; /* its allowed online PUs */
-    char label[32];      /* what tells it apart: "IntelCore", "capacity=1024", ...; or "" */
+    char label[32];      /* what tells it apart: "IntelCore", "capacity=1024", "kind2", ... */
 };
 
 struct topo {
@@ -62,9 +62,9 @@ struct topo {
     hwloc_bitmap_t binding; /* inherited affinity (the whole of cpus for XML/synthetic) */
     unsigned *distance;     /* nnodes x nnodes relative latencies; NULL when unknown */
     /*
-     * The kinds of core among the allowed CPUs, fastest first. None when
-     * the machine's cores are all alike, or when neither hwloc nor the
-     * base frequencies can say which kind is faster.
+     * The kinds of core among the allowed CPUs, fastest first, as hwloc
+     * ranks them; none when there is one kind among them, or the
+     * machine's kinds are too alike or unranked (see topo.c).
      */
     struct topo_kind *kinds;
     size_t nkinds;

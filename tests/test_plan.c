@@ -318,10 +318,12 @@ static void test_fastest_cores_first(void **state)
     static const struct {
         const char *sets[3], *cpus, *note;
     } cases[] = {
-        {{"placement.cpus=6", NULL}, "8-13", "kinds: 6 IntelCore, the fastest first"},
-        {{"placement.cpus=20", NULL}, "0-3,8-23", "kinds: 16 IntelCore, 4 IntelAtom, the fastest"},
-        {{"placement.cpus=4", "placement.smt=no", NULL}, "8,10,12,14", "(smt = no); kinds: 4"},
-        {{NULL}, "0-23", "kinds: 16 IntelCore, 8 IntelAtom"},
+        {{"placement.cpus=6", NULL}, "8-13", "(6); the fastest kind of core first: 6 IntelCore"},
+        {{"placement.cpus=20", NULL}, "0-3,8-23", "first: 16 IntelCore, 4 IntelAtom"},
+        {{"placement.cpus=4", "placement.smt=no", NULL},
+         "8,10,12,14",
+         "(smt = no); the fastest kind of core first: 4 IntelCore"},
+        {{NULL}, "0-23", "(24); kinds of core: 16 IntelCore, 8 IntelAtom"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct profile p = load_profile("mysql", cases[i].sets);
@@ -329,7 +331,7 @@ static void test_fastest_cores_first(void **state)
         assert_cpus(&pl, cases[i].cpus, cases[i].cpus);
         if (!has_note(&pl, cases[i].note))
             fail_msg("%s: no note \"%s\"", cases[i].cpus, cases[i].note);
-        assert_int_equal(has_note(&pl, "fastest first"), cases[i].sets[0] != NULL);
+        assert_int_equal(has_note(&pl, "fastest kind"), cases[i].sets[0] != NULL);
         plan_free(&pl);
         profile_free(&p);
     }
@@ -346,7 +348,7 @@ static void test_fastest_cores_first(void **state)
     t = load_topo("tests/data/hybrid-unranked.xml");
     pl = make_plan(&p, &t, NULL);
     assert_cpus(&pl, "0-3", "unranked");
-    assert_false(has_note(&pl, "kinds"));
+    assert_false(has_note(&pl, "of core"));
     plan_free(&pl);
     profile_free(&p);
     topo_free(&t);
@@ -370,6 +372,17 @@ static void test_cpus_of_no_allowed_node(void **state)
     assert_false(has_note(&pl, "NUMA nodes are not among"));
     plan_free(&pl);
     profile_free(&nginx);
+    profile_free(&mysql);
+    topo_free(&t);
+
+    /* where no allowed node owns any of them, a count is still a count */
+    t = load_topo("tests/data/cpuset-mismatch.xml");
+    const char *one[] = {"placement.cpus=1", NULL};
+    mysql = load_profile("mysql", one);
+    pl = make_plan(&mysql, &t, NULL);
+    assert_cpus(&pl, "0", "cpus = 1 on no node");
+    assert_true(pl.degraded); /* "no NUMA node owns the candidate CPUs" */
+    plan_free(&pl);
     profile_free(&mysql);
     topo_free(&t);
 }
@@ -913,7 +926,10 @@ static void test_swap_policy(void **state)
     topo_free(&t);
 }
 
-/* A shared pool on a hybrid machine yields its fast cores and keeps a slow one. */
+/*
+ * A shared pool on a hybrid machine yields its fast cores and keeps a slow
+ * one; a restart keeps its CPUs; two nodes each give their fastest kind.
+ */
 static void test_pool_keeps_a_slow_core(void **state)
 {
     (void)state;
@@ -929,7 +945,32 @@ static void test_pool_keeps_a_slow_core(void **state)
     assert_cpus(&pl, "0-5,8-23", "mysql beside a yielding pool");
     plan_free(&pl);
     claim_free(&k);
+
+    /* back where it ran before a restart: its CPUs, and no word of "fastest" */
+    const char *four[] = {"placement.cpus=4", NULL};
+    struct profile p4 = load_profile("mysql", four);
+    struct claim prev = live("mysql", "0-3", "0", false, NULL);
+    struct plan_input in = {&p4, &t, NULL, true, NULL, 0, &prev, NULL, NULL};
+    struct err e;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_cpus(&pl, "0-3", "restart");
+    assert_true(has_note(&pl, "(4); kinds of core: 4 IntelAtom"));
+    assert_false(has_note(&pl, "fastest"));
+    plan_free(&pl);
+    claim_free(&prev);
+    profile_free(&p4);
     profile_free(&mysql);
+    topo_free(&t);
+
+    /* a count spread over two nodes takes each node's fastest kind, and says so */
+    t = load_topo("tests/data/hybrid-2nodes.xml");
+    const char *spread[] = {"placement.nodes=all", "placement.cpus=6", NULL};
+    p4 = load_profile("mysql", spread);
+    pl = make_plan(&p4, &t, NULL);
+    assert_cpus(&pl, "4-6,16-18", "two hybrid nodes");
+    assert_true(has_note(&pl, "the fastest kind of core first within each node: 6 IntelCore"));
+    plan_free(&pl);
+    profile_free(&p4);
     topo_free(&t);
 }
 

@@ -186,6 +186,53 @@ static void test_host_is_this_system(void **state)
     unsetenv("HWLOC_FSROOT");
 }
 
+/*
+ * tests/data/hybrid.xml with `from` replaced by `to` (twice: two pairs), in a
+ * temporary file; loaded, then removed.
+ */
+static struct topo hybrid_variant(const char *from1, const char *to1, const char *from2,
+                                  const char *to2)
+{
+    FILE *in = fopen("tests/data/hybrid.xml", "r");
+    assert_non_null(in);
+    static char xml[1 << 16];
+    size_t n = fread(xml, 1, sizeof(xml) - 1, in);
+    fclose(in);
+    xml[n] = '\0';
+    char path[] = "/tmp/tunerun-test-hybrid.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *out = fdopen(fd, "w");
+    const char *from[] = {from1, from2}, *to[] = {to1, to2};
+    for (const char *p = xml; *p;) {
+        size_t i = 0;
+        while (i < 2 && (from[i] == NULL || strncmp(p, from[i], strlen(from[i])) != 0))
+            i++;
+        if (i < 2) {
+            fputs(to[i], out);
+            p += strlen(from[i]);
+        } else {
+            fputc(*p++, out);
+        }
+    }
+    fclose(out);
+    struct topo t;
+    struct err e;
+    if (!topo_load(&t, path, NULL, &e))
+        fail_msg("%s", e.msg);
+    unlink(path);
+    return t;
+}
+
+static void assert_kind(const struct topo *t, size_t i, const char *label, const char *cpus)
+{
+    assert_true(i < t->nkinds);
+    assert_string_equal(t->kinds[i].label, label);
+    char *list = bitmap_list(t->kinds[i].cpus);
+    assert_string_equal(list, cpus);
+    free(list);
+}
+
 /* Kinds of core, fastest first as hwloc ranks them; none when it cannot rank them. */
 static void test_cpu_kinds(void **state)
 {
@@ -195,13 +242,8 @@ static void test_cpu_kinds(void **state)
     if (!topo_load(&t, "tests/data/hybrid.xml", NULL, &e))
         fail_msg("%s", e.msg);
     assert_int_equal(t.nkinds, 2);
-    assert_string_equal(t.kinds[0].label, "IntelCore");
-    assert_string_equal(t.kinds[1].label, "IntelAtom");
-    char *fast = bitmap_list(t.kinds[0].cpus), *slow = bitmap_list(t.kinds[1].cpus);
-    assert_string_equal(fast, "8-23");
-    assert_string_equal(slow, "0-7");
-    free(fast);
-    free(slow);
+    assert_kind(&t, 0, "IntelCore", "8-23");
+    assert_kind(&t, 1, "IntelAtom", "0-7");
     topo_free(&t);
 
     if (!topo_load(&t, "tests/data/hybrid-unranked.xml", NULL, &e))
@@ -209,14 +251,52 @@ static void test_cpu_kinds(void **state)
     assert_int_equal(t.nkinds, 0);
     topo_free(&t);
 
-    /* the cache keeps them; a process allowed only some CPUs sees only their kinds */
+    /* a process allowed only some CPUs sees only their kinds; one kind left is none */
+    const char *all = "allowed_cpuset=\"0x00ffffff\"";
+    t = hybrid_variant(all, "allowed_cpuset=\"0x00000fff\"", NULL, NULL);
+    assert_int_equal(t.nkinds, 2);
+    assert_kind(&t, 0, "IntelCore", "8-11");
+    assert_kind(&t, 1, "IntelAtom", "0-7");
+    topo_free(&t);
+    t = hybrid_variant(all, "allowed_cpuset=\"0x000000ff\"", NULL, NULL);
+    assert_int_equal(t.nkinds, 0);
+    topo_free(&t);
+
+    /* nothing to tell them apart by but their rank: named by it */
+    t = hybrid_variant("<info name=\"CoreType\" value=\"IntelAtom\"/>", "",
+                       "<info name=\"CoreType\" value=\"IntelCore\"/>", "");
+    assert_int_equal(t.nkinds, 2);
+    assert_kind(&t, 0, "kind1", "8-23");
+    assert_kind(&t, 1, "kind2", "0-7");
+    topo_free(&t);
+
+    /* capacities a tenth or more apart are kinds; closer ones are alike (NVIDIA Grace) */
+    const char *atom = "name=\"CoreType\" value=\"IntelAtom\"",
+               *core = "name=\"CoreType\" value=\"IntelCore\"";
+    t = hybrid_variant(atom, "name=\"LinuxCapacity\" value=\"600\"", core,
+                       "name=\"LinuxCapacity\" value=\"1024\"");
+    assert_int_equal(t.nkinds, 2);
+    assert_kind(&t, 0, "capacity=1024", "8-23");
+    assert_kind(&t, 1, "capacity=600", "0-7");
+    topo_free(&t);
+    t = hybrid_variant(atom, "name=\"LinuxCapacity\" value=\"1007\"", core,
+                       "name=\"LinuxCapacity\" value=\"1024\"");
+    assert_int_equal(t.nkinds, 0);
+    topo_free(&t);
+
+    /* kinds that leave some CPUs out are not trusted to rank them all */
+    t = hybrid_variant("cpukind cpuset=\"0x00ffff00\"", "cpukind cpuset=\"0x0000ff00\"", NULL,
+                       NULL);
+    assert_int_equal(t.nkinds, 0);
+    topo_free(&t);
+
+    /* the cache keeps them */
     const char *text = "complete 0-7\nonline 0-7\nnode 0 1 0-7 -\n"
-                       "kind 4-7 IntelCore\nkind 0-3 -\n";
+                       "kind 4-7 IntelCore\nkind 0-3 kind2\n";
     assert_true(topo_parse_cache(&t, text, &e));
     assert_int_equal(t.nkinds, 2);
-    assert_string_equal(t.kinds[0].label, "IntelCore");
-    assert_string_equal(t.kinds[1].label, "");
-    assert_int_equal(hwloc_bitmap_first(t.kinds[0].cpus), 4);
+    assert_kind(&t, 0, "IntelCore", "4-7");
+    assert_kind(&t, 1, "kind2", "0-3");
     topo_free(&t);
 }
 

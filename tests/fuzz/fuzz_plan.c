@@ -2,8 +2,8 @@
  * fuzz_plan.c - libFuzzer: the planner on random machines and random claims.
  *
  * The input bytes are read as choices: a machine (up to 16 nodes and 128
- * PUs, CPU-less and memoryless nodes, offline PUs, SMT, an inherited
- * affinity, a distance matrix or none), a profile (every placement and
+ * PUs, CPU-less and memoryless nodes, offline PUs, SMT, kinds of core, an
+ * inherited affinity, a distance matrix or none), a profile (every placement and
  * memory key), the running services' claims, a previous placement and a
  * cgroup. Whatever the planner decides must keep its promises; a broken
  * one is an abort(), which libFuzzer reports with the input.
@@ -91,6 +91,29 @@ static void make_topo(struct bytes *b, struct topo *t)
         hwloc_bitmap_copy(t->binding, t->cpus);
     else
         random_set(b, t->binding, t);
+    if (take(b, 3) == 0) { /* a hybrid: every CPU of one of 2 or 3 kinds, fastest first */
+        size_t nk = 2 + take(b, 2);
+        t->kinds = calloc(nk, sizeof(*t->kinds));
+        for (size_t k = 0; k < nk; k++) {
+            t->kinds[k].cpus = hwloc_bitmap_alloc();
+            snprintf(t->kinds[k].label, sizeof(t->kinds[k].label), "kind%zu", k + 1);
+        }
+        int pu;
+        hwloc_bitmap_foreach_begin(pu, t->cpus)
+        {
+            hwloc_bitmap_set(t->kinds[take(b, (unsigned)nk)].cpus, (unsigned)pu);
+        }
+        hwloc_bitmap_foreach_end();
+        for (size_t k = 0; k < nk; k++)
+            if (!hwloc_bitmap_iszero(t->kinds[k].cpus))
+                t->kinds[t->nkinds++] = t->kinds[k];
+            else
+                hwloc_bitmap_free(t->kinds[k].cpus);
+        if (t->nkinds == 1) { /* as topo.c leaves it: one kind is none */
+            hwloc_bitmap_free(t->kinds[0].cpus);
+            t->nkinds = 0;
+        }
+    }
     if (take(b, 4)) {
         t->distance = calloc(t->nnodes * t->nnodes, sizeof(unsigned));
         for (size_t i = 0; i < t->nnodes; i++)
@@ -214,6 +237,9 @@ static void check(const struct plan *pl, const struct topo *t)
     for (size_t i = 0; i < pl->nshrinks; i++)
         if (hwloc_bitmap_intersects(pl->shrinks[i].cpus, pl->shrinks[i].gives))
             broken("a pool keeps CPUs it gives up", pl, t);
+    if (checked_profile->placement.cpus == CPUS_COUNT &&
+        hwloc_bitmap_weight(pl->cpus) > (int)checked_profile->placement.cpus_value)
+        broken("more CPUs than the count asked for", pl, t);
     hwloc_bitmap_free(cand);
 }
 
