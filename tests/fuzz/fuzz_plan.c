@@ -205,7 +205,8 @@ static void broken(const char *what, const struct plan *pl, const struct topo *t
 }
 
 /* What every plan must honour, whatever the machine and the claims. */
-static void check(const struct plan *pl, const struct topo *t)
+static void check(const struct plan *pl, const struct topo *t, const struct claim *claims,
+                  size_t nclaims)
 {
     hwloc_bitmap_t cand = hwloc_bitmap_alloc();
     hwloc_bitmap_and(cand, t->cpus, t->binding);
@@ -237,9 +238,39 @@ static void check(const struct plan *pl, const struct topo *t)
     for (size_t i = 0; i < pl->nshrinks; i++)
         if (hwloc_bitmap_intersects(pl->shrinks[i].cpus, pl->shrinks[i].gives))
             broken("a pool keeps CPUs it gives up", pl, t);
-    if (checked_profile->placement.cpus == CPUS_COUNT &&
-        hwloc_bitmap_weight(pl->cpus) > (int)checked_profile->placement.cpus_value)
+    const struct profile *p = checked_profile;
+    if (p->placement.cpus == CPUS_COUNT &&
+        hwloc_bitmap_weight(pl->cpus) > (int)p->placement.cpus_value)
         broken("more CPUs than the count asked for", pl, t);
+    if (hwloc_bitmap_iszero(pl->cpus) && hwloc_bitmap_intersects(t->cpus, t->binding))
+        broken("no CPU at all, with candidates left", pl, t);
+    if (pl->mpol != PLAN_MPOL_LOCAL && hwloc_bitmap_iszero(pl->mem_nodes) && any_memory)
+        broken("a memory policy over no node", pl, t);
+    hwloc_bitmap_t in = hwloc_bitmap_alloc(), homes = hwloc_bitmap_alloc();
+    for (size_t i = 0; i < t->ncores && !p->placement.smt; i++) {
+        hwloc_bitmap_and(in, t->cores[i], pl->cpus);
+        if (hwloc_bitmap_weight(in) > 1)
+            broken("two PUs of one core with smt = no", pl, t);
+    }
+    for (size_t i = 0; i < t->nnodes; i++)
+        if (hwloc_bitmap_intersects(t->nodes[i].cpus, pl->cpus))
+            hwloc_bitmap_set(homes, t->nodes[i].os_index);
+    if (!hwloc_bitmap_isequal(homes, pl->nodes))
+        broken("nodes other than the ones its CPUs live on", pl, t);
+    /* what the profile keeps apart from: unless the plan says it could not */
+    for (size_t i = 0; i < nclaims && !pl->degraded; i++) {
+        const struct claim *k = &claims[i];
+        hwloc_bitmap_and(in, pl->cpus, k->cpus);
+        for (size_t s = 0; s < pl->nshrinks; s++)
+            if (pl->shrinks[s].claim == i)
+                hwloc_bitmap_andnot(in, in, pl->shrinks[s].gives);
+        if (!hwloc_bitmap_iszero(in) && k->exclusive)
+            broken("an exclusive service's CPU, and no warning", pl, t);
+        if (!hwloc_bitmap_iszero(in) && plan_depends_on(p, k))
+            broken("a CPU of a service it keeps apart from, not given up, and no warning", pl, t);
+    }
+    hwloc_bitmap_free(in);
+    hwloc_bitmap_free(homes);
     hwloc_bitmap_free(cand);
 }
 
@@ -279,7 +310,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct plan pl;
     if (plan_build(&pl, &in, &e)) {
         checked_profile = &p;
-        check(&pl, &t);
+        check(&pl, &t, claims, nclaims);
         report_plan_json(sink, &p, &t, &pl, NULL);
         report_plan_text(sink, &p, &t, &pl, NULL);
         plan_free(&pl);
