@@ -334,7 +334,14 @@ void report_topo_text(FILE *f, const struct topo *t)
         fprintf(f, "cache      %s%s%s\n", cache_name(t->cache), t->cache_note ? ": " : "",
                 t->cache_note ? t->cache_note : "");
     fputc('\n', f);
-    fprintf(f, "  node  %-16s %12s %12s  %s\n", "cpus", "memory", "free", "kind");
+    int width = 16; /* the cpus column: as wide as its longest list */
+    for (size_t i = 0; i < t->nnodes; i++) {
+        char *c = bitmap_list(t->nodes[i].cpus);
+        if (c && (int)strlen(c) > width)
+            width = (int)strlen(c);
+        free(c);
+    }
+    fprintf(f, "  node  %-*s %12s %12s  %s\n", width, "cpus", "memory", "free", "kind");
     for (size_t i = 0; i < t->nnodes; i++) {
         const struct topo_node *n = &t->nodes[i];
         char *c = bitmap_list(n->cpus);
@@ -342,9 +349,9 @@ void report_topo_text(FILE *f, const struct topo *t)
         snprintf(kind, sizeof(kind), "%s%s%s%s", n->subtype,
                  *n->subtype && (hwloc_bitmap_iszero(n->cpus) || !n->has_memory) ? ", " : "",
                  hwloc_bitmap_iszero(n->cpus) ? "CPU-less" : "", n->has_memory ? "" : "memoryless");
-        fprintf(f, "  %4u  %-16s %9.1f GiB %8.1f GiB  %s\n", n->os_index,
+        fprintf(f, "  %4u  %-*s %9.1f GiB %8.1f GiB%s%s\n", n->os_index, width,
                 hwloc_bitmap_iszero(n->cpus) ? "-" : (c ? c : ""), n->mem_total / GIB,
-                n->mem_free / GIB, kind);
+                n->mem_free / GIB, *kind ? "  " : "", kind);
         free(c);
     }
     if (t->distance) {
