@@ -147,6 +147,7 @@ struct ctx {
     size_t nclaims;
     const struct claim *prev; /* the placement this launch had before, when free now */
     const struct cgroup *cgroup;
+    hwloc_bitmap_t nodeless; /* its CPUs that no allowed node owns (settle_nodes()) */
 };
 
 /* The node a node's memory comes from: itself, or the nearest with memory. */
@@ -375,8 +376,13 @@ static void note_previous(struct ctx *c, const struct claim *prev)
         return;
     char *list = bitmap_list(prev->cpus);
     bool one = hwloc_bitmap_weight(prev->cpus) == 1;
+    /* nodes none: it ran where no allowed node owns a CPU, which only its CPUs can say again */
+    hwloc_bitmap_t nodeless = hwloc_bitmap_alloc();
+    topo_nodeless(c->t, prev->cpus, nodeless);
+    bool placed = !hwloc_bitmap_iszero(prev->nodes) || hwloc_bitmap_isequal(nodeless, prev->cpus);
+    hwloc_bitmap_free(nodeless);
     if (hwloc_bitmap_isincluded(prev->cpus, c->cand) &&
-        !hwloc_bitmap_intersects(prev->cpus, c->shunned) && !hwloc_bitmap_iszero(prev->nodes)) {
+        !hwloc_bitmap_intersects(prev->cpus, c->shunned) && placed) {
         c->prev = prev;
         note(c->pl, NOTE_INFO, "restarted: it ran on %s %s before, and %s free",
              cpus_word(prev->cpus), list, one ? "it is" : "they are");
@@ -442,6 +448,21 @@ static unsigned wanted(const struct ctx *c, hwloc_const_bitmap_t pool)
     return have;
 }
 
+/*
+ * The candidates a placement draws its CPUs from: the chosen nodes' (all of
+ * them with cpus = all, or when no allowed node owns any candidate).
+ */
+static void cpu_pool(const struct ctx *c, hwloc_bitmap_t pool)
+{
+    hwloc_bitmap_zero(pool);
+    if (c->p->placement.cpus == CPUS_ALL || c->nrank == 0)
+        hwloc_bitmap_copy(pool, c->cand);
+    else
+        for (size_t i = 0; i < c->t->nnodes; i++)
+            if (hwloc_bitmap_isset(c->pl->nodes, c->t->nodes[i].os_index))
+                hwloc_bitmap_or(pool, pool, c->node_cand[i]);
+}
+
 static void restrict_candidates(struct ctx *c, hwloc_const_bitmap_t to)
 {
     hwloc_bitmap_and(c->cand, c->cand, to);
@@ -457,14 +478,8 @@ static void restrict_candidates(struct ctx *c, hwloc_const_bitmap_t to)
  */
 static void separate_by_cores(struct ctx *c)
 {
-    const struct topo *t = c->t;
     hwloc_bitmap_t pool = hwloc_bitmap_alloc(), rest = hwloc_bitmap_alloc();
-    if (c->p->placement.cpus == CPUS_ALL)
-        hwloc_bitmap_copy(pool, c->cand);
-    else
-        for (size_t i = 0; i < t->nnodes; i++)
-            if (hwloc_bitmap_isset(c->pl->nodes, t->nodes[i].os_index))
-                hwloc_bitmap_or(pool, pool, c->node_cand[i]);
+    cpu_pool(c, pool);
     hwloc_bitmap_andnot(rest, pool, c->shunned);
     if (!hwloc_bitmap_intersects(pool, c->shunned)) {
         hwloc_bitmap_free(pool);
@@ -718,9 +733,9 @@ static unsigned take_in_core_order(const struct topo *t, hwloc_const_bitmap_t po
 /*
  * Add up to n PUs of pool to out: on a hybrid machine the fastest kind of
  * core first (a service asks for a number of CPUs to get work done, and an
- * efficiency core does less of it), and within a kind whole cores in core
- * order, so that it shares no core with another service. True when pool
- * held more than one kind, so that the kinds decided.
+ * efficiency core does less of it), and within a kind all of a core's
+ * PUs together, in core order. True when pool held more than one kind and
+ * more than n PUs, so that the kinds decided.
  */
 static bool take_compact(const struct topo *t, hwloc_const_bitmap_t pool, unsigned n,
                          hwloc_bitmap_t out)
@@ -736,10 +751,10 @@ static bool take_compact(const struct topo *t, hwloc_const_bitmap_t pool, unsign
     hwloc_bitmap_free(part);
     if (got < n)
         take_in_core_order(t, pool, n - got, out);
-    return kinds > 1;
+    return kinds > 1 && (int)n < hwloc_bitmap_weight(pool); /* taking all, kinds decide nothing */
 }
 
-/* "16 IntelCore, 4 IntelAtom": how many CPUs of set are of each kind; NULL where all alike. */
+/* "16 IntelCore, 4 IntelAtom": how many CPUs of set are of each kind; NULL without kinds. */
 static char *kinds_word(const struct topo *t, hwloc_const_bitmap_t set)
 {
     char *text = NULL;
@@ -764,14 +779,7 @@ static void choose_cpus(struct ctx *c)
     const struct topo *t = c->t;
     struct plan *pl = c->pl;
     hwloc_bitmap_t pool = hwloc_bitmap_alloc();
-
-    if (p->placement.cpus == CPUS_ALL || c->nrank == 0) { /* nrank 0: no node owns a CPU */
-        hwloc_bitmap_copy(pool, c->cand);
-    } else {
-        for (size_t i = 0; i < t->nnodes; i++)
-            if (hwloc_bitmap_isset(pl->nodes, t->nodes[i].os_index))
-                hwloc_bitmap_or(pool, pool, c->node_cand[i]);
-    }
+    cpu_pool(c, pool);
     if (!p->placement.smt)
         drop_smt_siblings(t, pool);
     unsigned have = (unsigned)hwloc_bitmap_weight(pool);
@@ -828,24 +836,6 @@ static void choose_cpus(struct ctx *c)
     free(list);
     free(kinds);
     hwloc_bitmap_free(pool);
-}
-
-/* Chosen CPUs that no allowed node is home to (a cpuset allowing CPUs but not their memory). */
-static void note_nodeless(struct ctx *c)
-{
-    hwloc_bitmap_t nodeless = hwloc_bitmap_alloc();
-    topo_nodeless(c->t, c->pl->cpus, nodeless);
-    if (c->t->nnodes > 0 && !hwloc_bitmap_iszero(nodeless)) {
-        bool one = hwloc_bitmap_weight(nodeless) == 1;
-        char *list = bitmap_list(nodeless);
-        note(c->pl, NOTE_INFO,
-             "%s %s: %s NUMA node%s not among the memory nodes allowed here, so %s memory "
-             "comes from allowed ones, as the memory policy says",
-             cpus_word(nodeless), list, one ? "its" : "their own", one ? " is" : "s are",
-             one ? "its" : "their");
-        free(list);
-    }
-    hwloc_bitmap_free(nodeless);
 }
 
 /* ---- phase 3b: running services yield -------------------------------------- */
@@ -952,18 +942,39 @@ static void choose_memory(struct ctx *c)
                  "the nearest with memory (distance %u)",
                  t->nodes[i].os_index, t->nodes[m].os_index, topo_distance(t, i, (size_t)m));
     }
+    /* no allowed node owns its CPUs: the cpuset's memory nodes are all it may have */
+    bool homeless = hwloc_bitmap_iszero(pl->nodes);
+    for (size_t i = 0; i < t->nnodes && homeless; i++)
+        if (t->nodes[i].has_memory)
+            hwloc_bitmap_set(pl->mem_nodes, t->nodes[i].os_index);
+    if (hwloc_bitmap_iszero(pl->mem_nodes)) {
+        pl->mpol = PLAN_MPOL_LOCAL;
+        note(pl, NOTE_INFO, "memory local: no node with memory is known here");
+        return;
+    }
 
     enum mem_mode mode = p->placement.memory;
     char *list = bitmap_list(pl->mem_nodes);
+    if (homeless && mode != MEM_LOCAL)
+        note(pl, NOTE_WARN,
+             "memory from node%s %s: the cpuset's memory nodes, none of them its CPUs' own, so "
+             "every page is remote for them",
+             hwloc_bitmap_weight(pl->mem_nodes) > 1 ? "s" : "", list);
     switch (mode) {
     case MEM_LOCAL:
         /* mem_nodes still says where first touch lands, for ${node_mem} and the JVM */
         pl->mpol = PLAN_MPOL_LOCAL;
-        note(pl, NOTE_INFO, "memory local: first touch on the node of the touching CPU");
+        if (homeless || !hwloc_bitmap_iszero(c->nodeless))
+            note(pl, NOTE_INFO,
+                 "memory local: first touch on the node of the touching CPU, or for a CPU of "
+                 "no allowed node the nearest of %s",
+                 list);
+        else
+            note(pl, NOTE_INFO, "memory local: first touch on the node of the touching CPU");
         break;
     case MEM_BIND:
         pl->mpol = PLAN_MPOL_BIND;
-        if (!hwloc_bitmap_isequal(pl->mem_nodes, pl->nodes))
+        if (!hwloc_bitmap_isequal(pl->mem_nodes, pl->nodes) || !hwloc_bitmap_iszero(c->nodeless))
             note(pl, NOTE_INFO,
                  "memory bind %s: every page there, the nearest memory to its CPUs, which is "
                  "remote for them",
@@ -1047,9 +1058,19 @@ static void settle_nodes(struct ctx *c)
     for (size_t i = 0; i < t->nnodes; i++)
         if (hwloc_bitmap_intersects(t->nodes[i].cpus, pl->cpus))
             hwloc_bitmap_set(cpu_nodes, t->nodes[i].os_index);
-    bool same = hwloc_bitmap_isequal(cpu_nodes, pl->nodes);
+    topo_nodeless(t, pl->cpus, c->nodeless);
+    if (!hwloc_bitmap_iszero(c->nodeless) && !hwloc_bitmap_iszero(cpu_nodes)) {
+        bool one = hwloc_bitmap_weight(c->nodeless) == 1;
+        char *list = bitmap_list(c->nodeless);
+        note(pl, NOTE_INFO,
+             "%s %s: %s on no allowed node (not among the cpuset's memory nodes), so %s memory "
+             "comes from other nodes",
+             cpus_word(c->nodeless), list, one ? "it is" : "they are", one ? "its" : "their");
+        free(list);
+    }
+    bool same = hwloc_bitmap_isequal(cpu_nodes, pl->nodes) && hwloc_bitmap_iszero(c->nodeless);
     if (c->p->placement.cpus != CPUS_ALL) {
-        if (!same) {
+        if (!same && !hwloc_bitmap_iszero(pl->nodes)) {
             char *list = bitmap_list(cpu_nodes);
             note(pl, NOTE_INFO, "%s %s: only %s the CPUs asked for",
                  hwloc_bitmap_weight(cpu_nodes) == 1 ? "node" : "nodes", list,
@@ -1593,18 +1614,19 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
         hwloc_bitmap_and(c.node_cand[i], t->nodes[i].cpus, c.cand);
     }
     rank_nodes(&c);
-    if (c.nrank == 0) {
-        /* No node owns a candidate: no NUMA information, or a cpuset without their memory. */
-        note(pl, NOTE_WARN, "no NUMA node owns the candidate CPUs; placing by CPUs only");
-        choose_cpus(&c);
-    } else {
+    c.nodeless = hwloc_bitmap_alloc();
+    if (c.nrank > 0)
         choose_nodes(&c);
-        separate_by_cores(&c);
-        choose_cpus(&c);
-        add_shrinks(&c);
-        settle_nodes(&c);
-    }
-    note_nodeless(&c);
+    else if (t->nnodes == 0)
+        note(pl, NOTE_WARN, "no NUMA node is known here; placing by CPUs only");
+    else
+        note(pl, NOTE_INFO,
+             "no allowed node owns the candidate CPUs (their own nodes are not among the "
+             "cpuset's memory nodes); placing by CPUs only");
+    separate_by_cores(&c);
+    choose_cpus(&c);
+    add_shrinks(&c);
+    settle_nodes(&c);
     add_limit_steps(&c);
     add_placement_steps(&c);
     add_env_steps(&c, in->environ);
@@ -1621,6 +1643,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     hwloc_bitmap_free(c.shunned);
     hwloc_bitmap_free(c.shunned_nodes);
     hwloc_bitmap_free(c.claimed);
+    hwloc_bitmap_free(c.nodeless);
     free(c.shunned_names);
     return true;
 }

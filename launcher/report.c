@@ -162,16 +162,22 @@ void report_plan_text(FILE *f, const struct profile *p, const struct topo *t, co
     fprintf(f, "topology   ");
     topo_summary(f, t);
     int nnodes = hwloc_bitmap_weight(pl->nodes);
-    fprintf(f, "\nplacement  cpus %s (%d) on %s%s%s; memory %s%s%s\n", cpus ? cpus : "",
-            hwloc_bitmap_weight(pl->cpus), nnodes == 0 ? "no node" : "node",
-            nnodes > 1    ? "s "
-            : nnodes == 1 ? " "
-                          : "",
-            nnodes == 0 ? ""
-            : nodes     ? nodes
-                        : "",
-            plan_mpol_name(pl->mpol), pl->mpol == PLAN_MPOL_LOCAL ? "" : " ",
-            pl->mpol == PLAN_MPOL_LOCAL ? "" : mem);
+    hwloc_bitmap_t nodeless = hwloc_bitmap_alloc();
+    topo_nodeless(t, pl->cpus, nodeless);
+    char *away = hwloc_bitmap_iszero(nodeless) ? NULL : bitmap_list(nodeless);
+    char where[256];
+    if (nnodes == 0)
+        snprintf(where, sizeof(where), "no allowed node");
+    else if (away)
+        snprintf(where, sizeof(where), "node%s %s (%s on no allowed node)", nnodes > 1 ? "s" : "",
+                 nodes ? nodes : "", away);
+    else
+        snprintf(where, sizeof(where), "node%s %s", nnodes > 1 ? "s" : "", nodes ? nodes : "");
+    fprintf(f, "\nplacement  cpus %s (%d) on %s; memory %s%s%s\n", cpus ? cpus : "",
+            hwloc_bitmap_weight(pl->cpus), where, plan_mpol_name(pl->mpol),
+            pl->mpol == PLAN_MPOL_LOCAL ? "" : " ", pl->mpol == PLAN_MPOL_LOCAL ? "" : mem);
+    free(away);
+    hwloc_bitmap_free(nodeless);
     free(cpus);
     free(nodes);
     free(mem);
@@ -234,6 +240,11 @@ void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, co
     json_list(f, pl->cpus);
     fprintf(f, ", \"ncpus\": %d, \"nodes\": ", hwloc_bitmap_weight(pl->cpus));
     json_list(f, pl->nodes);
+    hwloc_bitmap_t nodeless = hwloc_bitmap_alloc();
+    topo_nodeless(t, pl->cpus, nodeless);
+    fprintf(f, ", \"cpus_without_node\": ");
+    json_list(f, nodeless);
+    hwloc_bitmap_free(nodeless);
     fprintf(f, ", \"memory_nodes\": ");
     json_list(f, pl->mem_nodes);
     fprintf(f, ", \"memory_policy\": \"%s\"},\n", plan_mpol_name(pl->mpol));
@@ -320,7 +331,10 @@ void report_topo_text(FILE *f, const struct topo *t)
     topo_nodeless(t, t->cpus, nodeless);
     if (!hwloc_bitmap_iszero(nodeless)) {
         char *c = bitmap_list(nodeless);
-        fprintf(f, "no node    %s: allowed CPUs whose own NUMA node is not allowed\n", c ? c : "");
+        fprintf(
+            f,
+            "no node    %s: allowed CPUs whose NUMA node is not among the allowed memory nodes\n",
+            c ? c : "");
         free(c);
     }
     hwloc_bitmap_free(nodeless);
@@ -341,7 +355,7 @@ void report_topo_text(FILE *f, const struct topo *t)
             width = (int)strlen(c);
         free(c);
     }
-    fprintf(f, "  node  %-*s %12s %12s  %s\n", width, "cpus", "memory", "free", "kind");
+    fprintf(f, "  node  %-*s %13s %12s  %s\n", width, "cpus", "memory", "free", "kind");
     for (size_t i = 0; i < t->nnodes; i++) {
         const struct topo_node *n = &t->nodes[i];
         char *c = bitmap_list(n->cpus);

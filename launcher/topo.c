@@ -60,8 +60,9 @@
  * x86 backend only adds CPUID details: the kinds of core on a hybrid
  * machine, which the planner does read, the Linux backend finds in sysfs
  * (each CPU's capacity, else its base frequency). Not its maximum
- * frequency: AMD's and Intel's "favoured" cores differ in nothing else,
- * and hwloc would make each maximum a kind (hwloc issue #690).
+ * frequency: where base_frequency is missing (AMD, intel_pstate without
+ * HWP), hwloc makes a kind of each distinct maximum, and "favoured" cores
+ * differ in nothing else (hwloc issue #690).
  */
 static const struct {
     const char *name, *value;
@@ -83,6 +84,9 @@ int topo_node_index(const struct topo *t, unsigned os_index)
 
 void topo_nodeless(const struct topo *t, hwloc_const_bitmap_t set, hwloc_bitmap_t out)
 {
+    hwloc_bitmap_zero(out);
+    if (t->nnodes == 0)
+        return; /* no NUMA information at all: no node is missing */
     hwloc_bitmap_copy(out, set);
     for (size_t i = 0; i < t->nnodes; i++)
         hwloc_bitmap_andnot(out, out, t->nodes[i].cpus);
@@ -186,10 +190,10 @@ static long kind_measure(const struct hwloc_info_s *infos, unsigned n, bool capa
  * The kinds of core, fastest first, as hwloc ranks them: by what the OS
  * says (Linux's cpu_capacity), else by core type and frequency. They are
  * left out, as if every core were alike, when hwloc cannot rank them
- * (efficiency -1), when they do not cover every CPU, or when the next
- * kind is within a tenth of the one before it by capacity or base
- * frequency: hwloc makes a kind of every distinct value, and NVIDIA
- * Grace's identical cores report capacities 2% apart (hwloc issue #634).
+ * (efficiency -1) or when they do not cover every CPU. A kind within a
+ * tenth of the faster one before it, by capacity or base frequency, joins
+ * that one: hwloc makes a kind of every distinct value, and NVIDIA Grace's
+ * identical cores report capacities 2% apart (hwloc issue #634).
  */
 static void kinds_from_hwloc(hwloc_topology_t topo, struct machine *m)
 {
@@ -218,10 +222,21 @@ static void kinds_from_hwloc(hwloc_topology_t topo, struct machine *m)
         hwloc_bitmap_or(all, all, k[got].cpus);
         got++;
     }
-    const long *by = caps ? cap : bases ? base : NULL;
-    for (size_t i = 1; by && i < got && !alike; i++)
-        alike = by[i - 1] * 10 < by[i] * 11;
-    if (!alike && !hwloc_bitmap_isincluded(hwloc_topology_get_topology_cpuset(topo), all))
+    /* a kind within a tenth of the one before it joins it */
+    long *by = caps ? cap : bases ? base : NULL;
+    for (size_t i = 1; by && i < got && !alike;) {
+        if (by[i - 1] * 10 < by[i] * 11) {
+            hwloc_bitmap_or(k[i - 1].cpus, k[i - 1].cpus, k[i].cpus);
+            hwloc_bitmap_free(k[i].cpus);
+            memmove(&k[i], &k[i + 1], (got - i - 1) * sizeof(*k));
+            memmove(&by[i], &by[i + 1], (got - i - 1) * sizeof(*by));
+            got--;
+        } else {
+            i++;
+        }
+    }
+    if (!alike &&
+        (got < 2 || !hwloc_bitmap_isincluded(hwloc_topology_get_topology_cpuset(topo), all)))
         alike = true;
     /* a label tells a kind apart, or it is "kind1" (the fastest), "kind2"... */
     for (size_t i = 0; i < got; i++) {

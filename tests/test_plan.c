@@ -365,11 +365,11 @@ static void test_cpus_of_no_allowed_node(void **state)
     struct profile nginx = load_profile("nginx", NULL), mysql = load_profile("mysql", NULL);
     struct plan pl = make_plan(&nginx, &t, NULL);
     assert_cpus(&pl, "0-3,5-6,12-15", "nginx, cpus = all");
-    assert_true(has_note(&pl, "CPUs 0-1,12-15: their own NUMA nodes are not among the memory "
-                              "nodes allowed here"));
+    assert_true(has_note(&pl, "CPUs 0-1,12-15: they are on no allowed node (not among the "
+                              "cpuset's memory nodes)"));
     plan_free(&pl);
     pl = make_plan(&mysql, &t, NULL); /* cpus = node: only CPUs of an allowed node */
-    assert_false(has_note(&pl, "NUMA nodes are not among"));
+    assert_false(has_note(&pl, "on no allowed node"));
     plan_free(&pl);
     profile_free(&nginx);
     profile_free(&mysql);
@@ -381,7 +381,7 @@ static void test_cpus_of_no_allowed_node(void **state)
     mysql = load_profile("mysql", one);
     pl = make_plan(&mysql, &t, NULL);
     assert_cpus(&pl, "0", "cpus = 1 on no node");
-    assert_true(pl.degraded); /* "no NUMA node owns the candidate CPUs" */
+    assert_true(pl.degraded); /* bind: every page remote for its CPUs */
     plan_free(&pl);
     profile_free(&mysql);
     topo_free(&t);
@@ -974,6 +974,53 @@ static void test_pool_keeps_a_slow_core(void **state)
     topo_free(&t);
 }
 
+/*
+ * Where no allowed node owns the CPUs (docker run --cpuset-cpus of node 0,
+ * --cpuset-mems 1): a service is still kept apart, gets its CPUs back after
+ * a restart, and its memory policy holds over the cpuset's memory nodes,
+ * with a warning that all of it is remote.
+ */
+static void test_no_node_placement(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("tests/data/cpuset-mismatch.xml"); /* CPUs 0-1, node 1's memory */
+    const char *one[] = {"placement.cpus=1", NULL};
+    struct profile mysql = load_profile("mysql", one), nginx = load_profile("nginx", NULL);
+
+    struct plan pl = make_plan(&mysql, &t, NULL);
+    assert_int_equal(pl.mpol, PLAN_MPOL_BIND);
+    char *mem = bitmap_list(pl.mem_nodes);
+    assert_string_equal(mem, "1");
+    free(mem);
+    assert_true(pl.degraded); /* every page remote: the profile's fear */
+    assert_true(has_note(&pl, "memory from node 1: the cpuset's memory nodes"));
+    plan_free(&pl);
+    pl = make_plan(&nginx, &t, NULL); /* memory local asks for nothing it does not get */
+    assert_int_equal(pl.mpol, PLAN_MPOL_LOCAL);
+    assert_false(pl.degraded);
+    plan_free(&pl);
+
+    /* nginx, avoided, runs on CPU 0: mysql takes CPU 1 */
+    struct claim k = live("nginx", "0", "", false, "mysql");
+    pl = plan_with(&mysql, &t, &k, 1);
+    assert_cpus(&pl, "1", "kept apart on no node");
+    plan_free(&pl);
+    claim_free(&k);
+
+    /* it ran on CPU 1 before, on no node: CPU 1 again */
+    struct claim prev = live("mysql", "1", "", false, NULL);
+    struct plan_input in = {&mysql, &t, NULL, true, NULL, 0, &prev, NULL, NULL};
+    struct err e;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_cpus(&pl, "1", "restart on no node");
+    assert_true(has_note(&pl, "restarted: it ran on CPU 1 before, and it is free"));
+    plan_free(&pl);
+    claim_free(&prev);
+    profile_free(&mysql);
+    profile_free(&nginx);
+    topo_free(&t);
+}
+
 /* One CPU is one CPU: the notes and reasons agree in number. */
 static void test_one_is_singular(void **state)
 {
@@ -1236,6 +1283,7 @@ int main(void)
         cmocka_unit_test(test_reasons_fit_any_profile),
         cmocka_unit_test(test_one_is_singular),
         cmocka_unit_test(test_pool_keeps_a_slow_core),
+        cmocka_unit_test(test_no_node_placement),
     };
     return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
 }

@@ -242,6 +242,9 @@ static void check(const struct plan *pl, const struct topo *t, const struct clai
     if (p->placement.cpus == CPUS_COUNT &&
         hwloc_bitmap_weight(pl->cpus) > (int)p->placement.cpus_value)
         broken("more CPUs than the count asked for", pl, t);
+    if (p->placement.cpus == CPUS_COUNT && p->placement.smt && !pl->degraded &&
+        hwloc_bitmap_weight(pl->cpus) != (int)p->placement.cpus_value)
+        broken("fewer CPUs than the count asked for, and no warning", pl, t);
     if (hwloc_bitmap_iszero(pl->cpus) && hwloc_bitmap_intersects(t->cpus, t->binding))
         broken("no CPU at all, with candidates left", pl, t);
     if (pl->mpol != PLAN_MPOL_LOCAL && hwloc_bitmap_iszero(pl->mem_nodes) && any_memory)
@@ -257,8 +260,11 @@ static void check(const struct plan *pl, const struct topo *t, const struct clai
             hwloc_bitmap_set(homes, t->nodes[i].os_index);
     if (!hwloc_bitmap_isequal(homes, pl->nodes))
         broken("nodes other than the ones its CPUs live on", pl, t);
-    /* what the profile keeps apart from: unless the plan says it could not */
-    for (size_t i = 0; i < nclaims && !pl->degraded; i++) {
+    /* what the profile keeps apart from: unless the plan warns that it shares */
+    bool sharing = false;
+    for (size_t i = 0; i < pl->nnotes; i++)
+        sharing |= pl->notes[i].level == NOTE_WARN && strstr(pl->notes[i].text, "sharing");
+    for (size_t i = 0; i < nclaims && !sharing; i++) {
         const struct claim *k = &claims[i];
         hwloc_bitmap_and(in, pl->cpus, k->cpus);
         for (size_t s = 0; s < pl->nshrinks; s++)
