@@ -39,10 +39,11 @@ const char *cgroup_mode_name(enum cg_mode m)
     return names[m];
 }
 
-static bool is_fs(const char *path, long magic)
+/* The magic number of the filesystem at path, or 0. */
+static long fs_type(const char *path)
 {
     struct statfs fs;
-    return statfs(path, &fs) == 0 && (long)fs.f_type == magic;
+    return statfs(path, &fs) == 0 ? (long)fs.f_type : 0;
 }
 
 /* As systemd decides it: the filesystem at /sys/fs/cgroup, then at .../unified. */
@@ -50,12 +51,13 @@ static enum cg_mode detect_mode(void)
 {
     static int mode = -1; /* asked several times a launch; the answer holds until reboot */
     if (mode < 0) {
-        if (is_fs("/sys/fs/cgroup", CGROUP2_SUPER_MAGIC))
+        long root = fs_type("/sys/fs/cgroup");
+        if (root == CGROUP2_SUPER_MAGIC)
             mode = CG_UNIFIED;
-        else if (!is_fs("/sys/fs/cgroup", TMPFS_MAGIC))
+        else if (root != TMPFS_MAGIC)
             mode = CG_NONE;
         else
-            mode = is_fs("/sys/fs/cgroup/unified", CGROUP2_SUPER_MAGIC) ? CG_HYBRID : CG_LEGACY;
+            mode = fs_type("/sys/fs/cgroup/unified") == CGROUP2_SUPER_MAGIC ? CG_HYBRID : CG_LEGACY;
     }
     return (enum cg_mode)mode;
 }

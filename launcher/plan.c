@@ -656,7 +656,10 @@ static void choose_nodes(struct ctx *c)
         hwloc_bitmap_set(pl->nodes, t->nodes[chosen[k]].os_index);
 
     if (p->placement.nodes == 0) {
-        note(pl, NOTE_INFO, "nodes: all %zu that can host CPUs here", want);
+        if (want == 1)
+            note(pl, NOTE_INFO, "nodes: the only one that can host CPUs here");
+        else
+            note(pl, NOTE_INFO, "nodes: all %zu that can host CPUs here", want);
     } else if (c->prev && hwloc_bitmap_isincluded(pl->nodes, c->prev->nodes)) {
         char *list = bitmap_list(pl->nodes);
         note(pl, NOTE_INFO, "node%s %s: where this service ran before it was restarted",
@@ -1319,7 +1322,8 @@ static void add_placement_steps(struct ctx *c)
 {
     struct plan *pl = c->pl;
     static const char *const reason[] = {
-        [PLAN_MPOL_LOCAL] = "each page on the node of the CPU that first touches it",
+        [PLAN_MPOL_LOCAL] = "each page on the node of the CPU that first touches it (or the "
+                            "nearest it may use)",
         [PLAN_MPOL_BIND] = "no remote NUMA memory: every page from its own nodes, even when "
                            "they run short",
         [PLAN_MPOL_PREFERRED] = "remote NUMA memory only once its own node is full, without "
@@ -1339,8 +1343,11 @@ static void add_placement_steps(struct ctx *c)
                  c->p->placement.cpus == CPUS_ALL
                      ? xasprintf("its threads run on every CPU it may use (cpus = all), and "
                                  "no other")
-                     : xasprintf("its threads stay on the CPUs chosen for it, next to its "
-                                 "memory, not wherever the scheduler moves them"));
+                 : hwloc_bitmap_iszero(c->nodeless)
+                     ? xasprintf("its threads stay on the CPUs chosen for it, next to its "
+                                 "memory, not wherever the scheduler moves them")
+                     : xasprintf("its threads stay on the CPUs chosen for it, not wherever "
+                                 "the scheduler moves them"));
     s->u.cpus = hwloc_bitmap_dup(pl->cpus);
 
     switch (c->p->memory.thp) {

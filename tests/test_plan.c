@@ -994,6 +994,7 @@ static void test_no_node_placement(void **state)
     free(mem);
     assert_true(pl.degraded); /* every page remote: the profile's fear */
     assert_true(has_note(&pl, "memory from node 1: the cpuset's memory nodes"));
+    assert_null(strstr(find_step(&pl, STEP_AFFINITY)->why, "next to its memory"));
     plan_free(&pl);
     pl = make_plan(&nginx, &t, NULL); /* memory local asks for nothing it does not get */
     assert_int_equal(pl.mpol, PLAN_MPOL_LOCAL);
