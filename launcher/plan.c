@@ -147,7 +147,6 @@ struct ctx {
     size_t nclaims;
     const struct claim *prev; /* the placement this launch had before, when free now */
     const struct cgroup *cgroup;
-    hwloc_bitmap_t nodeless; /* its CPUs that no allowed node owns (settle_nodes()) */
 };
 
 /* The node a node's memory comes from: itself, or the nearest with memory. */
@@ -967,7 +966,7 @@ static void choose_memory(struct ctx *c)
     case MEM_LOCAL:
         /* mem_nodes still says where first touch lands, for ${node_mem} and the JVM */
         pl->mpol = PLAN_MPOL_LOCAL;
-        if (homeless || !hwloc_bitmap_iszero(c->nodeless))
+        if (!hwloc_bitmap_iszero(pl->nodeless)) /* all its CPUs when homeless */
             note(pl, NOTE_INFO,
                  "memory local: first touch on the node of the touching CPU, or for a CPU of "
                  "no allowed node the nearest of %s",
@@ -977,7 +976,7 @@ static void choose_memory(struct ctx *c)
         break;
     case MEM_BIND:
         pl->mpol = PLAN_MPOL_BIND;
-        if (!hwloc_bitmap_isequal(pl->mem_nodes, pl->nodes) || !hwloc_bitmap_iszero(c->nodeless))
+        if (!hwloc_bitmap_isequal(pl->mem_nodes, pl->nodes) || !hwloc_bitmap_iszero(pl->nodeless))
             note(pl, NOTE_INFO,
                  "memory bind %s: every page there, the nearest memory to its CPUs, which is "
                  "remote for them",
@@ -1061,17 +1060,17 @@ static void settle_nodes(struct ctx *c)
     for (size_t i = 0; i < t->nnodes; i++)
         if (hwloc_bitmap_intersects(t->nodes[i].cpus, pl->cpus))
             hwloc_bitmap_set(cpu_nodes, t->nodes[i].os_index);
-    topo_nodeless(t, pl->cpus, c->nodeless);
-    if (!hwloc_bitmap_iszero(c->nodeless) && !hwloc_bitmap_iszero(cpu_nodes)) {
-        bool one = hwloc_bitmap_weight(c->nodeless) == 1;
-        char *list = bitmap_list(c->nodeless);
+    topo_nodeless(t, pl->cpus, pl->nodeless);
+    if (!hwloc_bitmap_iszero(pl->nodeless) && !hwloc_bitmap_iszero(cpu_nodes)) {
+        bool one = hwloc_bitmap_weight(pl->nodeless) == 1;
+        char *list = bitmap_list(pl->nodeless);
         note(pl, NOTE_INFO,
              "%s %s: %s on no allowed node (not among the cpuset's memory nodes), so %s memory "
              "comes from other nodes",
-             cpus_word(c->nodeless), list, one ? "it is" : "they are", one ? "its" : "their");
+             cpus_word(pl->nodeless), list, one ? "it is" : "they are", one ? "its" : "their");
         free(list);
     }
-    bool same = hwloc_bitmap_isequal(cpu_nodes, pl->nodes) && hwloc_bitmap_iszero(c->nodeless);
+    bool same = hwloc_bitmap_isequal(cpu_nodes, pl->nodes) && hwloc_bitmap_iszero(pl->nodeless);
     if (c->p->placement.cpus != CPUS_ALL) {
         if (!same && !hwloc_bitmap_iszero(pl->nodes)) {
             char *list = bitmap_list(cpu_nodes);
@@ -1343,7 +1342,7 @@ static void add_placement_steps(struct ctx *c)
                  c->p->placement.cpus == CPUS_ALL
                      ? xasprintf("its threads run on every CPU it may use (cpus = all), and "
                                  "no other")
-                 : hwloc_bitmap_iszero(c->nodeless)
+                 : hwloc_bitmap_iszero(pl->nodeless)
                      ? xasprintf("its threads stay on the CPUs chosen for it, next to its "
                                  "memory, not wherever the scheduler moves them")
                      : xasprintf("its threads stay on the CPUs chosen for it, not wherever "
@@ -1591,6 +1590,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     pl->cpus = hwloc_bitmap_alloc();
     pl->nodes = hwloc_bitmap_alloc();
     pl->mem_nodes = hwloc_bitmap_alloc();
+    pl->nodeless = hwloc_bitmap_alloc();
 
     struct ctx c = {.p = in->profile, .t = t, .pl = pl, .cgroup = in->cgroup};
     c.cand = hwloc_bitmap_alloc();
@@ -1621,7 +1621,6 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
         hwloc_bitmap_and(c.node_cand[i], t->nodes[i].cpus, c.cand);
     }
     rank_nodes(&c);
-    c.nodeless = hwloc_bitmap_alloc();
     if (c.nrank > 0)
         choose_nodes(&c);
     else if (t->nnodes == 0)
@@ -1650,7 +1649,6 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     hwloc_bitmap_free(c.shunned);
     hwloc_bitmap_free(c.shunned_nodes);
     hwloc_bitmap_free(c.claimed);
-    hwloc_bitmap_free(c.nodeless);
     free(c.shunned_names);
     return true;
 }
@@ -1684,5 +1682,6 @@ void plan_free(struct plan *pl)
     hwloc_bitmap_free(pl->cpus);
     hwloc_bitmap_free(pl->nodes);
     hwloc_bitmap_free(pl->mem_nodes);
+    hwloc_bitmap_free(pl->nodeless);
     memset(pl, 0, sizeof(*pl));
 }

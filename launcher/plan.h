@@ -92,6 +92,7 @@ struct plan {
     hwloc_bitmap_t cpus;      /* the service's CPUs */
     hwloc_bitmap_t nodes;     /* the nodes those CPUs live on (CPU homes) */
     hwloc_bitmap_t mem_nodes; /* the nodes its memory comes from */
+    hwloc_bitmap_t nodeless;  /* its CPUs that no allowed node owns (topo_nodeless()) */
     enum plan_mpol mpol;
 
     struct plan_step *steps;

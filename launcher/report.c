@@ -162,9 +162,7 @@ void report_plan_text(FILE *f, const struct profile *p, const struct topo *t, co
     fprintf(f, "topology   ");
     topo_summary(f, t);
     int nnodes = hwloc_bitmap_weight(pl->nodes);
-    hwloc_bitmap_t nodeless = hwloc_bitmap_alloc();
-    topo_nodeless(t, pl->cpus, nodeless);
-    char *away = hwloc_bitmap_iszero(nodeless) ? NULL : bitmap_list(nodeless);
+    char *away = hwloc_bitmap_iszero(pl->nodeless) ? NULL : bitmap_list(pl->nodeless);
     char where[256];
     if (nnodes == 0)
         snprintf(where, sizeof(where), "no allowed node");
@@ -177,7 +175,6 @@ void report_plan_text(FILE *f, const struct profile *p, const struct topo *t, co
             hwloc_bitmap_weight(pl->cpus), where, plan_mpol_name(pl->mpol),
             pl->mpol == PLAN_MPOL_LOCAL ? "" : " ", pl->mpol == PLAN_MPOL_LOCAL ? "" : mem);
     free(away);
-    hwloc_bitmap_free(nodeless);
     free(cpus);
     free(nodes);
     free(mem);
@@ -240,11 +237,8 @@ void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, co
     json_list(f, pl->cpus);
     fprintf(f, ", \"ncpus\": %d, \"nodes\": ", hwloc_bitmap_weight(pl->cpus));
     json_list(f, pl->nodes);
-    hwloc_bitmap_t nodeless = hwloc_bitmap_alloc();
-    topo_nodeless(t, pl->cpus, nodeless);
     fprintf(f, ", \"cpus_without_node\": ");
-    json_list(f, nodeless);
-    hwloc_bitmap_free(nodeless);
+    json_list(f, pl->nodeless);
     fprintf(f, ", \"memory_nodes\": ");
     json_list(f, pl->mem_nodes);
     fprintf(f, ", \"memory_policy\": \"%s\"},\n", plan_mpol_name(pl->mpol));
