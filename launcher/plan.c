@@ -1025,18 +1025,18 @@ static void choose_memory(struct ctx *c)
             pl->mpol = PLAN_MPOL_INTERLEAVE;
             grow_memory(c, want);
             char *all = bitmap_list(pl->mem_nodes);
+            uint64_t grown = sum_mem(t, pl->mem_nodes, false); /* the machine's, if short */
             note(pl, NOTE_INFO,
                  "memory auto -> interleave %s: memory_size %.1f GiB is more than the chosen "
                  "nodes hold (%.1f GiB), so spread it evenly over the nearest nodes that hold "
                  "it (%.1f GiB)",
-                 all, gib(want), gib(total), gib(sum_mem(t, pl->mem_nodes, false)));
-            uint64_t machine = sum_mem(t, pl->mem_nodes, false);
-            if (want > machine)
+                 all, gib(want), gib(total), gib(grown));
+            if (want > grown)
                 note(pl, NOTE_WARN,
                      "memory_size %.1f GiB is more than this whole machine holds (%.1f GiB): "
                      "the service will swap or be killed (fix: a smaller memory_size, or a "
                      "bigger machine)",
-                     gib(want), gib(machine));
+                     gib(want), gib(grown));
             free(all);
         }
         break;

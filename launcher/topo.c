@@ -20,13 +20,14 @@
  * filters say) and parses /proc/cpuinfo: about half a millisecond on two
  * CPUs, tens on hundreds. So the host is discovered once, and what the
  * planner reads of it (PUs, nodes with their CPUs and sizes, cores, the
- * kinds of core, the distance matrix) is written to topology.cache in the state directory, in
- * lines of tunerun's own that hwloc's list parser reads back: no hwloc
- * topology is built at all on a warm launch. The file starts with a key
- * made of what can change the machine under a running kernel (boot id,
- * online and possible CPUs, online nodes and which have CPUs or memory)
- * and of the tunerun and libhwloc files themselves: any difference and the
- * machine is discovered again. What differs per process is never cached:
+ * kinds of core, the distance matrix) is written to topology.cache in the
+ * state directory, in lines of tunerun's own that hwloc's list parser
+ * reads back: no hwloc topology is built at all on a warm launch. The
+ * file starts with a key made of what can change the machine under a
+ * running kernel (boot id, online and possible CPUs, online nodes and
+ * which have CPUs or memory) and of the tunerun and libhwloc files
+ * themselves: any difference and the machine is discovered again. What
+ * differs per process is never cached:
  * tunerun reads this process's allowed CPUs and nodes (its cgroup cpuset,
  * as hwloc would) and its affinity afresh, and libnuma every node's
  * memory. Any HWLOC_* variable of the caller's own turns the cache off,
