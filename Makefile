@@ -22,7 +22,20 @@ WERROR   ?= -Werror
 PKGS      = hwloc numa libcap inih
 DEPS_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 DEPS_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lhwloc -lnuma -lcap -linih)
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(CFLAGS) $(DEPS_CFLAGS)
+# What Debian's dpkg-buildflags gives a package built with hardening=+all:
+# tunerun runs as root and reads files that others may have written. Apart
+# from CFLAGS, so that `make CFLAGS=-O0` keeps it; `make HARDEN=` drops it
+# (the sanitizer builds, which check more than it does). _FORTIFY_SOURCE
+# needs an optimizing build, and -fcf-protection is x86's alone.
+HARDEN   ?= -fstack-protector-strong -fstack-clash-protection \
+            $(shell $(CC) -fcf-protection -E -x c /dev/null >/dev/null 2>&1 && echo -fcf-protection) \
+            $(if $(filter -O1 -O2 -O3 -Os -Og -Ofast,$(CFLAGS)),-D_FORTIFY_SOURCE=2)
+FULL_RELRO = -Wl,-z,relro -Wl,-z,now
+HARDEN_LDFLAGS ?= $(if $(strip $(HARDEN)),$(FULL_RELRO))
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(HARDEN) $(CFLAGS) $(DEPS_CFLAGS)
+ALL_LDFLAGS = $(HARDEN_LDFLAGS) $(LDFLAGS)
+# the host suite checks the binary for it unless it was built without
+export TUNERUN_HARDENED := $(if $(strip $(HARDEN)),yes)
 
 LIB_SRC  = launcher/util.c launcher/parse.c launcher/log.c launcher/profile.c launcher/topo.c \
            launcher/plan.c launcher/apply.c launcher/report.c launcher/state.c \
@@ -55,7 +68,7 @@ launcher/config.h: FORCE
 launcher/main.o: launcher/config.h
 
 tunerun: launcher/main.o $(LIB_OBJ)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(DEPS_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(DEPS_LIBS)
 
 tests/probe: tests/probe.c
 	$(CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(CFLAGS) -o $@ $< -lnuma
@@ -64,10 +77,10 @@ tests/nsrun: tests/nsrun.c
 	$(CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(CFLAGS) -o $@ $<
 
 tests/claimer: tests/claimer.c $(LIB_OBJ) $(HDRS)
-	$(CC) $(ALL_CFLAGS) -Ilauncher -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(DEPS_LIBS)
+	$(CC) $(ALL_CFLAGS) -Ilauncher -o $@ $< $(LIB_OBJ) $(ALL_LDFLAGS) $(DEPS_LIBS)
 
 tests/test_%: tests/test_%.c $(LIB_OBJ) $(HDRS)
-	$(CC) $(ALL_CFLAGS) -Ilauncher -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(DEPS_LIBS) -lcmocka
+	$(CC) $(ALL_CFLAGS) -Ilauncher -o $@ $< $(LIB_OBJ) $(ALL_LDFLAGS) $(DEPS_LIBS) -lcmocka
 
 # The README's first command: a real launch, shown from the child's side.
 demo: deps
@@ -91,7 +104,7 @@ sanitize: test-deps
 	@rm -rf build/asan && mkdir -p build/asan
 	@cp -r launcher profiles tests contrib Makefile .dockerignore build/asan/
 	@rm -f build/asan/launcher/*.o build/asan/launcher/config.h
-	@$(MAKE) --no-print-directory -s -C build/asan CFLAGS="$(SANITIZE)" \
+	@$(MAKE) --no-print-directory -s -C build/asan CFLAGS="$(SANITIZE)" HARDEN= \
 		LDFLAGS="-fsanitize=address,undefined" all tests/probe tests/claimer $(UNIT_TESTS)
 	@echo "# the same suites on an ASan+UBSan build:"
 	@cd build/asan && TUNERUN_SANITIZED=1 TUNERUN_TOPOLOGIES="$(CURDIR)/../shared/topologies" \
@@ -130,9 +143,9 @@ test-vm: test-deps all tests/probe tests/nsrun
 
 # The launch floors the bench measures: an exec linked like tunerun, and like numactl.
 tests/bench/exec-libs: tests/bench/exec.c
-	$(CC) -std=c11 -Wall -Wextra $(WERROR) $(CFLAGS) -o $@ $< $(LDFLAGS) -Wl,--no-as-needed $(DEPS_LIBS)
+	$(CC) -std=c11 -Wall -Wextra $(WERROR) $(CFLAGS) -o $@ $< $(ALL_LDFLAGS) -Wl,--no-as-needed $(DEPS_LIBS)
 tests/bench/exec-numa: tests/bench/exec.c
-	$(CC) -std=c11 -Wall -Wextra $(WERROR) $(CFLAGS) -o $@ $< $(LDFLAGS) -Wl,--no-as-needed -lnuma
+	$(CC) -std=c11 -Wall -Wextra $(WERROR) $(CFLAGS) -o $@ $< $(ALL_LDFLAGS) -Wl,--no-as-needed -lnuma
 
 bench: all tests/bench/exec-libs tests/bench/exec-numa
 	@contrib/install-deps bench
