@@ -925,6 +925,19 @@ static void grow_memory(struct ctx *c, uint64_t want)
     }
 }
 
+/*
+ * The placed CPUs whose memory is remote: those of a memoryless node, whose
+ * memory comes from another, and those of no allowed node. A bind or a note
+ * that says "local" must not say it of them.
+ */
+static void remote_cpus(const struct topo *t, const struct plan *pl, hwloc_bitmap_t out)
+{
+    hwloc_bitmap_copy(out, pl->cpus);
+    for (size_t i = 0; i < t->nnodes; i++)
+        if (hwloc_bitmap_isset(pl->mem_nodes, t->nodes[i].os_index))
+            hwloc_bitmap_andnot(out, out, t->nodes[i].cpus);
+}
+
 static void choose_memory(struct ctx *c)
 {
     const struct profile *p = c->p;
@@ -974,19 +987,34 @@ static void choose_memory(struct ctx *c)
         else
             note(pl, NOTE_INFO, "memory local: first touch on the node of the touching CPU");
         break;
-    case MEM_BIND:
+    case MEM_BIND: {
         pl->mpol = PLAN_MPOL_BIND;
-        if (!hwloc_bitmap_isequal(pl->mem_nodes, pl->nodes) || !hwloc_bitmap_iszero(pl->nodeless))
+        hwloc_bitmap_t remote = hwloc_bitmap_alloc();
+        remote_cpus(t, pl, remote);
+        if (hwloc_bitmap_isequal(remote, pl->cpus)) {
             note(pl, NOTE_INFO,
                  "memory bind %s: every page there, the nearest memory to its CPUs, which is "
                  "remote for them",
                  list);
-        else if (hwloc_bitmap_weight(pl->mem_nodes) > 1)
+        } else if (!hwloc_bitmap_iszero(remote)) {
+            hwloc_bitmap_t local = hwloc_bitmap_alloc();
+            hwloc_bitmap_andnot(local, pl->cpus, remote);
+            char *near = bitmap_list(local), *far = bitmap_list(remote);
+            note(pl, NOTE_INFO,
+                 "memory bind %s: every page there, local for %s %s and remote for %s %s, "
+                 "which have no memory of their own here",
+                 list, cpus_word(local), near, cpus_word(remote), far);
+            free(near);
+            free(far);
+            hwloc_bitmap_free(local);
+        } else if (hwloc_bitmap_weight(pl->mem_nodes) > 1)
             note(pl, NOTE_INFO,
                  "memory bind %s: every page on the nodes of its CPUs, never elsewhere", list);
         else
             note(pl, NOTE_INFO, "memory bind %s: every page local, no remote NUMA access", list);
+        hwloc_bitmap_free(remote);
         break;
+    }
     case MEM_PREFERRED:
         pl->mpol =
             hwloc_bitmap_weight(pl->mem_nodes) > 1 ? PLAN_MPOL_PREFERRED_MANY : PLAN_MPOL_PREFERRED;
@@ -1332,7 +1360,19 @@ static void add_placement_steps(struct ctx *c)
         [PLAN_MPOL_INTERLEAVE] = "one node's memory bandwidth or size running out: pages spread "
                                  "over the nodes in turn",
     };
-    struct plan_step *s = add_step(pl, STEP_MEMPOLICY, xasprintf("%s", reason[pl->mpol]));
+    const char *why = reason[pl->mpol];
+    if (pl->mpol == PLAN_MPOL_BIND) {
+        hwloc_bitmap_t remote = hwloc_bitmap_alloc();
+        remote_cpus(c->t, pl, remote);
+        if (hwloc_bitmap_isequal(remote, pl->cpus))
+            why = "every page from these nodes, even when they run short, and all of it remote: "
+                  "its CPUs have no memory of their own here";
+        else if (!hwloc_bitmap_iszero(remote)) /* the notes say which */
+            why = "every page from these nodes, even when they run short: local for some of "
+                  "its CPUs, remote for the others";
+        hwloc_bitmap_free(remote);
+    }
+    struct plan_step *s = add_step(pl, STEP_MEMPOLICY, xasprintf("%s", why));
     s->u.mempolicy.mode = pl->mpol;
     s->u.mempolicy.nodes = hwloc_bitmap_dup(pl->mem_nodes);
     if (pl->mpol == PLAN_MPOL_LOCAL)

@@ -293,6 +293,14 @@ static void test_inherited_affinity_is_never_widened(void **state)
     topo_free(&t);
 }
 
+static const struct plan_step *find_step(const struct plan *pl, enum step_type type)
+{
+    for (size_t i = 0; i < pl->nsteps; i++)
+        if (pl->steps[i].type == type)
+            return &pl->steps[i];
+    return NULL;
+}
+
 static bool has_note(const struct plan *pl, const char *text)
 {
     for (size_t i = 0; i < pl->nnotes; i++)
@@ -370,6 +378,17 @@ static void test_cpus_of_no_allowed_node(void **state)
     plan_free(&pl);
     pl = make_plan(&mysql, &t, NULL); /* cpus = node: only CPUs of an allowed node */
     assert_false(has_note(&pl, "on no allowed node"));
+    assert_true(has_note(&pl, "every page local, no remote NUMA access"));
+    assert_non_null(strstr(find_step(&pl, STEP_MEMPOLICY)->why, "no remote NUMA memory"));
+    plan_free(&pl);
+    /* bound to its nodes: local for their CPUs, remote for the others, and said so */
+    profile_free(&nginx);
+    const char *bind[] = {"placement.memory=bind", NULL};
+    nginx = load_profile("nginx", bind);
+    pl = make_plan(&nginx, &t, NULL);
+    assert_true(has_note(&pl, "memory bind 1-3: every page there, local for CPUs 2-3,5-6 and "
+                              "remote for CPUs 0-1,12-15"));
+    assert_null(strstr(find_step(&pl, STEP_MEMPOLICY)->why, "no remote"));
     plan_free(&pl);
     profile_free(&nginx);
     profile_free(&mysql);
@@ -441,6 +460,9 @@ static void test_memoryless_node_gets_nearest_memory(void **state)
     assert_true(hwloc_bitmap_isset(pl.nodes, 1));
     assert_int_equal(hwloc_bitmap_weight(pl.mem_nodes), 1);
     assert_true(hwloc_bitmap_isset(pl.mem_nodes, 3)); /* distance 12, not node 0 or 2 */
+    assert_true(has_note(&pl, "memory bind 3: every page there, the nearest memory to its CPUs, "
+                              "which is remote for them"));
+    assert_non_null(strstr(find_step(&pl, STEP_MEMPOLICY)->why, "all of it remote"));
     check_invariants(&p, &t, &pl, "odd machine, mysql on node 1");
     plan_free(&pl);
     profile_free(&p);
@@ -472,6 +494,11 @@ static void test_memoryless_node_gets_nearest_memory(void **state)
     assert_true(hwloc_bitmap_isequal(pl.nodes, want));
     hwloc_bitmap_only(want, 3); /* node 1's memory is node 3's too */
     assert_true(hwloc_bitmap_isequal(pl.mem_nodes, want));
+    /* local for node 3's own CPUs: not "remote" of them all */
+    assert_true(has_note(&pl, "memory bind 3: every page there, local for CPUs 8-11 and remote "
+                              "for CPUs 4-7, which have no memory of their own here"));
+    assert_non_null(
+        strstr(find_step(&pl, STEP_MEMPOLICY)->why, "local for some of its CPUs, remote for"));
     check_closest_pair(&t, &pl, "odd machine, nodes=2");
     hwloc_bitmap_free(want);
     plan_free(&pl);
@@ -755,14 +782,6 @@ static struct plan plan_with(const struct profile *p, const struct topo *t, stru
     if (!plan_build(&pl, &in, &e))
         fail_msg("%s", e.msg);
     return pl;
-}
-
-static const struct plan_step *find_step(const struct plan *pl, enum step_type type)
-{
-    for (size_t i = 0; i < pl->nsteps; i++)
-        if (pl->steps[i].type == type)
-            return &pl->steps[i];
-    return NULL;
 }
 
 /* Another service's fear in a step's reason: the planner must not assume which service it is. */
