@@ -694,24 +694,53 @@ static void drop_smt_siblings(const struct topo *t, hwloc_bitmap_t set)
     }
 }
 
-/* Add up to n PUs of pool not yet in out, whole cores first, in core order; how many. */
-static unsigned take_in_core_order(const struct topo *t, hwloc_const_bitmap_t pool, unsigned n,
-                                   hwloc_bitmap_t out)
+/*
+ * Add up to n PUs of pool not yet in out; how many. A core is taken with
+ * all of its PUs that pool holds, the cores that offer most first, each
+ * width in core order: where a cpuset or taskset splits a core, the half
+ * left over is taken last, so that no other service shares a core that
+ * could have been this one's alone. Fewer wanted than any core offers:
+ * they come from the one that offers fewest.
+ */
+static unsigned take_cores(const struct topo *t, hwloc_const_bitmap_t pool, unsigned n,
+                           hwloc_bitmap_t out)
 {
     unsigned got = 0;
+    int widest = 0;
     hwloc_bitmap_t in = hwloc_bitmap_alloc();
+    for (size_t i = 0; i < t->ncores; i++) {
+        hwloc_bitmap_and(in, t->cores[i], pool);
+        int w = hwloc_bitmap_weight(in);
+        widest = w > widest ? w : widest;
+    }
+    for (int w = widest; w > 0 && got < n; w--)
+        for (size_t i = 0; i < t->ncores && got < n; i++) {
+            hwloc_bitmap_and(in, t->cores[i], pool);
+            hwloc_bitmap_andnot(in, in, out);
+            if (hwloc_bitmap_weight(in) == w && (unsigned)w <= n - got) {
+                hwloc_bitmap_or(out, out, in);
+                got += (unsigned)w;
+            }
+        }
+    /* every core left offers more than is still wanted */
+    size_t best = t->ncores;
+    int best_w = 0;
     for (size_t i = 0; i < t->ncores && got < n; i++) {
         hwloc_bitmap_and(in, t->cores[i], pool);
         hwloc_bitmap_andnot(in, in, out);
-        int pu;
-        hwloc_bitmap_foreach_begin(pu, in)
-        {
-            if (got < n) {
-                hwloc_bitmap_set(out, (unsigned)pu);
-                got++;
-            }
+        int w = hwloc_bitmap_weight(in);
+        if (w > 0 && (best == t->ncores || w < best_w)) {
+            best = i;
+            best_w = w;
         }
-        hwloc_bitmap_foreach_end();
+    }
+    if (best < t->ncores) {
+        hwloc_bitmap_and(in, t->cores[best], pool);
+        hwloc_bitmap_andnot(in, in, out);
+        for (int pu = hwloc_bitmap_first(in); pu >= 0 && got < n; pu = hwloc_bitmap_next(in, pu)) {
+            hwloc_bitmap_set(out, (unsigned)pu);
+            got++;
+        }
     }
     /* PUs that belong to no core object (some XMLs): take them in order. */
     int pu;
@@ -748,11 +777,11 @@ static bool take_compact(const struct topo *t, hwloc_const_bitmap_t pool, unsign
         hwloc_bitmap_and(part, pool, t->kinds[k].cpus);
         kinds += !hwloc_bitmap_iszero(part);
         if (got < n)
-            got += take_in_core_order(t, part, n - got, out);
+            got += take_cores(t, part, n - got, out);
     }
     hwloc_bitmap_free(part);
     if (got < n)
-        take_in_core_order(t, pool, n - got, out);
+        take_cores(t, pool, n - got, out);
     return kinds > 1 && (int)n < hwloc_bitmap_weight(pool); /* taking all, kinds decide nothing */
 }
 

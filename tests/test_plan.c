@@ -362,6 +362,44 @@ static void test_fastest_cores_first(void **state)
     topo_free(&t);
 }
 
+/*
+ * A core split by taskset or a cpuset is taken last: a count that whole
+ * cores meet leaves the half one, which shares its core with whatever runs
+ * on the other half, to others; a count smaller than any whole core takes
+ * the half one, and leaves whole cores whole.
+ */
+static void test_split_core_last(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("synthetic:pack:1 numa:1 core:3 pu:2"); /* cores 0-1, 2-3, 4-5 */
+    hwloc_bitmap_list_sscanf(t.binding, "1-5"); /* taskset -c 1-5: CPU 0 is another's */
+    const char *two[] = {"placement.cpus=2", NULL}, *one[] = {"placement.cpus=1", NULL},
+               *three[] = {"placement.cpus=3", NULL};
+    struct profile p = load_profile("mysql", two);
+    struct plan pl = make_plan(&p, &t, NULL);
+    assert_cpus(&pl, "2-3", "cpus = 2 beside a split core");
+    plan_free(&pl);
+    profile_free(&p);
+    p = load_profile("mysql", one);
+    pl = make_plan(&p, &t, NULL);
+    assert_cpus(&pl, "1", "cpus = 1 beside a split core");
+    plan_free(&pl);
+    profile_free(&p);
+    p = load_profile("mysql", three);
+    pl = make_plan(&p, &t, NULL);
+    assert_cpus(&pl, "1-3", "cpus = 3: a whole core and the half one, not half of another");
+    plan_free(&pl);
+    profile_free(&p);
+    /* whole cores only: core order, a core's PUs together, as ever */
+    hwloc_bitmap_list_sscanf(t.binding, "0-5");
+    p = load_profile("mysql", three);
+    pl = make_plan(&p, &t, NULL);
+    assert_cpus(&pl, "0-2", "cpus = 3 on whole cores");
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&t);
+}
+
 /* CPUs a cpuset allows on nodes it allows no memory on: used by cpus = all, and said. */
 static void test_cpus_of_no_allowed_node(void **state)
 {
@@ -1291,6 +1329,7 @@ int main(void)
         cmocka_unit_test(test_inherited_affinity_is_never_widened),
         cmocka_unit_test(test_fastest_cores_first),
         cmocka_unit_test(test_cpus_of_no_allowed_node),
+        cmocka_unit_test(test_split_core_last),
         cmocka_unit_test(test_memoryless_node_gets_nearest_memory),
         cmocka_unit_test(test_memory_auto_grows_near),
         cmocka_unit_test(test_memory_auto),
