@@ -434,23 +434,42 @@ static char *cache_key(int *max)
                           libpath ? libpath : "-", hw);
     free(exe);
     free(hw);
+    int first = -1; /* online */
     for (size_t i = 0; i < NKEY_FILES; i++) {
         char v[8192];
         if (i == 0) /* read once a launch: the registry needs it too */
             snprintf(v, sizeof(v), "%s", boot_id());
         else if (!read_line_file(key_files[i], v, sizeof(v)))
             strcpy(v, "-");
-        if (i == 1) {
-            hwloc_bitmap_t possible = hwloc_bitmap_alloc();
-            if (bitmap_parse(possible, v) && hwloc_bitmap_last(possible) >= 0)
-                *max = hwloc_bitmap_last(possible);
-            hwloc_bitmap_free(possible);
+        if (i == 1 || i == 2) {
+            hwloc_bitmap_t set = hwloc_bitmap_alloc();
+            if (bitmap_parse(set, v) && hwloc_bitmap_last(set) >= 0) {
+                if (i == 1)
+                    *max = hwloc_bitmap_last(set);
+                else
+                    first = hwloc_bitmap_first(set);
+            }
+            hwloc_bitmap_free(set);
         }
         char *k = xasprintf("%s%s %s\n", key, key_files[i], v);
         free(key);
         key = k;
     }
-    return key;
+    /*
+     * Kinds of core are ranked by cpufreq's base_frequency where the kernel
+     * has no cpu_capacity, and ARM rescales cpu_capacity when its cpufreq
+     * driver (a module) loads: a cache written before that must not
+     * outlive it. Whether the first online CPU has cpufreq yet says so.
+     */
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cpufreq", first);
+    char *k = xasprintf("%scpufreq %s\n", key,
+                        first < 0              ? "-"
+                        : stat(path, &st) == 0 ? "yes"
+                                               : "no");
+    free(key);
+    return k;
 }
 
 /*
@@ -681,7 +700,7 @@ static bool cache_parse(char *text, int max, struct machine *m, char *why, size_
 
 /*
  * What a cache whose key is not `key` was written for: the first line of
- * the key (cache_key()'s: three lines, then one per key file) it differs in.
+ * the key (cache_key()'s: three lines, one per key file, then cpufreq) it differs in.
  */
 static const char *key_mismatch(const char *key, const char *text, size_t n)
 {
@@ -690,9 +709,9 @@ static const char *key_mismatch(const char *key, const char *text, size_t n)
         "another libhwloc file",        "another boot",
         "other possible CPUs",          "other online CPUs",
         "other online NUMA nodes",      "other NUMA nodes with CPUs",
-        "other NUMA nodes with memory",
+        "other NUMA nodes with memory", "a cpufreq driver loaded or gone",
     };
-    _Static_assert(sizeof(what) / sizeof(what[0]) == 3 + NKEY_FILES, "a name per key line");
+    _Static_assert(sizeof(what) / sizeof(what[0]) == 4 + NKEY_FILES, "a name per key line");
     size_t line = 0;
     for (size_t i = 0; i < n && key[i] && key[i] == text[i]; i++)
         line += key[i] == '\n';
