@@ -1106,6 +1106,20 @@ bool topo_load(struct topo *t, const char *spec, const struct state_dir *cache, 
     return true;
 }
 
+char *topo_cache_text(const char *spec, struct err *e)
+{
+    struct topo t;
+    struct machine m;
+    memset(&t, 0, sizeof(t));
+    char *text = NULL;
+    if (load_spec(spec, &t, &m, e)) {
+        text = cache_format(&m);
+        machine_free(&m);
+    }
+    topo_free(&t);
+    return text;
+}
+
 bool topo_parse_cache(struct topo *t, const char *text, struct err *e)
 {
     memset(t, 0, sizeof(*t));

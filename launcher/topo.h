@@ -89,6 +89,13 @@ void topo_free(struct topo *t);
  * the line that is wrong, when the text is not what the cache holds.
  */
 bool topo_parse_cache(struct topo *t, const char *text, struct err *e);
+/*
+ * What the cache would hold after its key for the machine of an XML or
+ * synthetic spec: for tests, which read it back with topo_parse_cache()
+ * (a host's cache is written only for the host). NULL, with why, when
+ * the spec does not load.
+ */
+char *topo_cache_text(const char *spec, struct err *e);
 
 /* Index in t->nodes of the node with this os index, or -1. */
 int topo_node_index(const struct topo *t, unsigned os_index);
