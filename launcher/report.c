@@ -316,8 +316,12 @@ void report_topo_text(FILE *f, const struct topo *t)
     topo_summary(f, t);
     char *aff = bitmap_list(t->binding), *off = bitmap_list(t->offline);
     fprintf(f, "\naffinity   %s (inherited)\n", aff ? aff : "");
-    if (!hwloc_bitmap_iszero(t->offline))
+    /* an export leaves out the CPUs outside the cpuset it was made in as it does offline ones */
+    if (!hwloc_bitmap_iszero(t->offline) && t->source == TOPO_HOST)
         fprintf(f, "offline    %s\n", off ? off : "");
+    else if (!hwloc_bitmap_iszero(t->offline))
+        fprintf(f, "absent     %s: offline, or outside the cpuset the export was made in\n",
+                off ? off : "");
     free(aff);
     free(off);
     fprintf(f, "cores      %zu\n", t->ncores);
