@@ -26,16 +26,22 @@ DEPS_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lhwloc -ln
 # tunerun runs as root and reads files that others may have written. Apart
 # from CFLAGS, so that `make CFLAGS=-O0` keeps it; `make HARDEN=` drops it
 # (the sanitizer builds, which check more than it does). _FORTIFY_SOURCE
-# needs an optimizing build, and -fcf-protection is x86's alone.
-HARDEN   ?= -fstack-protector-strong -fstack-clash-protection \
-            $(shell $(CC) -fcf-protection -E -x c /dev/null >/dev/null 2>&1 && echo -fcf-protection) \
-            $(if $(filter -O1 -O2 -O3 -Os -Og -Ofast,$(CFLAGS)),-D_FORTIFY_SOURCE=2)
+# needs an optimizing build and is left to a packager's CPPFLAGS or CFLAGS
+# that set it (a second, other value would be an error under -Werror);
+# -fcf-protection is x86's alone.
+CF_PROTECTION := $(shell $(CC) -fcf-protection -E -x c /dev/null >/dev/null 2>&1 && echo -fcf-protection)
+FORTIFY   = $(if $(findstring _FORTIFY_SOURCE,$(CPPFLAGS) $(CFLAGS)),,$(if \
+              $(filter -O1 -O2 -O3 -Os -Og -Ofast,$(CFLAGS)),-D_FORTIFY_SOURCE=2))
+HARDEN   ?= -fstack-protector-strong -fstack-clash-protection $(CF_PROTECTION) $(FORTIFY)
 FULL_RELRO = -Wl,-z,relro -Wl,-z,now
 HARDEN_LDFLAGS ?= $(if $(strip $(HARDEN)),$(FULL_RELRO))
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(HARDEN) $(CFLAGS) $(DEPS_CFLAGS)
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(HARDEN) $(CPPFLAGS) $(CFLAGS) \
+             $(DEPS_CFLAGS)
 ALL_LDFLAGS = $(HARDEN_LDFLAGS) $(LDFLAGS)
-# the host suite checks the binary for it unless it was built without
-export TUNERUN_HARDENED := $(if $(strip $(HARDEN)),yes)
+# the host suite checks the binary for it unless it was built without, and
+# for _FORTIFY_SOURCE's checked calls where something set it
+export TUNERUN_HARDENED := $(if $(strip $(HARDEN)),$(if $(findstring \
+    _FORTIFY_SOURCE,$(HARDEN) $(CPPFLAGS) $(CFLAGS)),fortified,yes))
 
 LIB_SRC  = launcher/util.c launcher/parse.c launcher/log.c launcher/profile.c launcher/topo.c \
            launcher/plan.c launcher/apply.c launcher/report.c launcher/state.c \
