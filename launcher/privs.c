@@ -19,9 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/keyctl.h>
 #include <linux/securebits.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 bool privs_wanted(const struct profile *p)
@@ -452,6 +454,15 @@ static int set_identity(const struct privs *pv, const char *command, bool *chang
         if (setresuid(pv->uid, pv->uid, pv->uid) < 0)
             return fail(err, n, "setresuid %s", pv->user);
         *changed = true;
+        /*
+         * The session keyring is the caller's (a root login's, its NFS or
+         * cifs passwords): a new, empty one of the service's own, as
+         * pam_keyinit and systemd give. Where keyctl is filtered (docker's
+         * seccomp profile) the service cannot reach the old one either.
+         */
+        if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS &&
+            errno != EPERM)
+            return fail(err, n, "keyctl(KEYCTL_JOIN_SESSION_KEYRING)");
     }
     if (pv->keep && prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
         return fail(err, n, "prctl(PR_SET_KEEPCAPS, 0)");

@@ -113,6 +113,76 @@ static unsigned long long mount_dev(long pid, int mnt_id)
     return dev;
 }
 
+/*
+ * Mount tables already read during one scan, one per mount namespace: a
+ * process whose namespace holds tens of thousands of mounts (any user may
+ * make one) is read once, not once per fd it holds, while the scan holds
+ * the registry lock that every launch waits for.
+ */
+struct mount_table {
+    char ns[64]; /* readlink of /proc/PID/ns/mnt: "mnt:[4026531841]" */
+    size_t n;
+    int *id;
+    unsigned long long *dev;
+};
+struct mount_tables {
+    struct mount_table *v;
+    size_t n;
+};
+
+static unsigned long long mount_dev_in(struct mount_tables *seen, long pid, int mnt_id)
+{
+    char path[64], ns[64];
+    snprintf(path, sizeof(path), "/proc/%ld/ns/mnt", pid);
+    ssize_t len = readlink(path, ns, sizeof(ns) - 1);
+    if (len <= 0)
+        return mount_dev(pid, mnt_id); /* no namespace to know it by: this once */
+    ns[len] = '\0';
+    struct mount_table *t = NULL;
+    for (size_t i = 0; i < seen->n && !t; i++)
+        if (strcmp(seen->v[i].ns, ns) == 0)
+            t = &seen->v[i];
+    if (t == NULL) {
+        seen->v = xrealloc(seen->v, (seen->n + 1) * sizeof(*seen->v));
+        t = &seen->v[seen->n++];
+        memset(t, 0, sizeof(*t));
+        snprintf(t->ns, sizeof(t->ns), "%s", ns);
+        snprintf(path, sizeof(path), "/proc/%ld/mountinfo", pid);
+        FILE *f = fopen(path, "re");
+        char *line = NULL;
+        size_t cap = 0, room = 0;
+        while (f && getline(&line, &cap, f) > 0) {
+            int id;
+            unsigned major, minor;
+            if (sscanf(line, "%d %*d %u:%u", &id, &major, &minor) != 3)
+                continue;
+            if (t->n == room) {
+                room = room ? 2 * room : 64;
+                t->id = xrealloc(t->id, room * sizeof(*t->id));
+                t->dev = xrealloc(t->dev, room * sizeof(*t->dev));
+            }
+            t->id[t->n] = id;
+            t->dev[t->n++] = makedev(major, minor);
+        }
+        free(line);
+        if (f)
+            fclose(f);
+    }
+    for (size_t i = 0; i < t->n; i++)
+        if (t->id[i] == mnt_id)
+            return t->dev[i];
+    return 0;
+}
+
+static void mount_tables_free(struct mount_tables *seen)
+{
+    for (size_t i = 0; i < seen->n; i++) {
+        free(seen->v[i].id);
+        free(seen->v[i].dev);
+    }
+    free(seen->v);
+}
+
 unsigned long long procs_mount_dev(int fd)
 {
     int mnt_id;
@@ -166,6 +236,7 @@ void procs_holding(const struct file_id *files, size_t n, unsigned long long dev
     if (proc == NULL)
         return;
     struct pid_list unreadable = {0};
+    struct mount_tables seen = {0};
     struct dirent *p;
     while ((p = readdir(proc)) != NULL) {
         long pid;
@@ -197,9 +268,14 @@ void procs_holding(const struct file_id *files, size_t n, unsigned long long dev
             int mnt;
             unsigned long long ino;
             if (dev == 0 || strstr(target, CLAIM_MARK) == NULL || !fd_info(pid, fd, &mnt, &ino) ||
-                ino == 0 || mount_dev(pid, mnt) != dev)
+                ino == 0)
                 continue;
-            for (size_t i = 0; i < n; i++)
+            size_t i = 0;
+            while (i < n && files[i].ino != ino) /* the inode first: the mounts cost more */
+                i++;
+            if (i == n || mount_dev_in(&seen, pid, mnt) != dev)
+                continue;
+            for (; i < n; i++)
                 if (files[i].ino == ino)
                     pid_list_add(&out[i], pid);
         }
@@ -209,6 +285,7 @@ void procs_holding(const struct file_id *files, size_t n, unsigned long long dev
             closedir(fds);
     }
     closedir(proc);
+    mount_tables_free(&seen);
     for (size_t i = 0; i < n; i++)
         if (witness[i] > 0)
             pid_list_add(&out[i], witness[i]);

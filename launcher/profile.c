@@ -315,8 +315,17 @@ static bool trusted_as_root(const char *path, int fd, const struct stat *st, str
         }
         free(copy);
     }
-    char at[4096];
-    const char *way = ok ? path_untrusted_way(real, 0, at, sizeof(at)) : NULL;
+    /* the way as named too: a link of another user's on it picks the directory it leads to */
+    char at[4096], cwd[PATH_MAX];
+    char *as_named = path[0] == '/'             ? xstrdup(path)
+                     : getcwd(cwd, sizeof(cwd)) ? xasprintf("%s/%s", cwd, path)
+                                                : NULL;
+    const char *way = !ok        ? NULL
+                      : as_named ? path_untrusted_way(as_named, 0, at, sizeof(at))
+                                 : NULL;
+    free(as_named);
+    if (ok && way == NULL)
+        way = path_untrusted_way(real, 0, at, sizeof(at));
     if (way) {
         err_set(e,
                 "%s: %s on the way to it %s; refusing it as root (keep profiles where only root "

@@ -376,7 +376,7 @@ static struct flock whole_file(short type)
  */
 static enum held probe(const struct registry *r, const char *file)
 {
-    int fd = openat(r->sd->fd, file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int fd = openat(r->sd->fd, file, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return errno == ENOENT ? GONE : NOT_HELD;
     struct flock fl = whole_file(F_WRLCK);
@@ -426,9 +426,21 @@ static void pend(struct registry *r, const char *line)
     r->pending = all;
 }
 
-/* The newest placement per key. */
+/*
+ * The newest placement per key. Only the newest ENDED_KEPT are written
+ * back, so no more than twice that are kept while reading: a table of a
+ * hundred thousand ended lines (written by hand, or by a root of a
+ * container sharing the directory) costs a launch that many short
+ * searches, not a hundred thousand long ones under the lock.
+ */
 static void note_ended(struct registry *r, struct claim *c)
 {
+    if (r->nended == 2 * ENDED_KEPT) {
+        for (size_t i = 0; i < ENDED_KEPT; i++)
+            claim_free(&r->ended[i]);
+        memmove(r->ended, r->ended + ENDED_KEPT, ENDED_KEPT * sizeof(*r->ended));
+        r->nended = ENDED_KEPT;
+    }
     for (size_t i = 0; i < r->nended; i++) {
         if (strcmp(r->ended[i].key, c->key) == 0) {
             claim_free(&r->ended[i]);
@@ -551,8 +563,8 @@ static bool write_table(struct registry *r, const char *extra, struct err *e)
 /* Append lines. Under the lock nobody else writes; a reader without it skips a torn line. */
 static bool append_table(struct registry *r, const char *lines, struct err *e)
 {
-    int fd =
-        openat(r->sd->fd, TABLE_NAME, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int fd = openat(r->sd->fd, TABLE_NAME,
+                    O_WRONLY | O_APPEND | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         err_set(e, "%s/%s: %s", r->sd->path, TABLE_NAME, strerror(errno));
         return false;
@@ -737,7 +749,8 @@ bool registry_open(struct registry *r, const struct state_dir *sd, enum registry
     r->sd = sd;
     r->readonly = mode == REGISTRY_READ;
     int flags = r->readonly ? O_RDONLY : O_RDWR | O_CREAT;
-    r->lock_fd = openat(sd->fd, LOCK_NAME, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+    r->lock_fd =
+        openat(sd->fd, LOCK_NAME, flags | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC, 0600);
     if (r->lock_fd < 0 && r->readonly && errno == ENOENT)
         return true; /* nothing was ever launched here */
     if (r->lock_fd < 0) {
@@ -780,7 +793,7 @@ bool registry_open(struct registry *r, const struct state_dir *sd, enum registry
 static int create_claim_file(struct registry *r, const char *name, const char *line, struct err *e)
 {
     /* Not close-on-exec: the command inherits it, and with it the claim. */
-    int fd = openat(r->sd->fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+    int fd = openat(r->sd->fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, 0600);
     if (fd < 0) {
         err_set(e, "cannot create %s/%s: %s", r->sd->path, name, strerror(errno));
         return -1;
@@ -792,7 +805,7 @@ static int create_claim_file(struct registry *r, const char *name, const char *l
     struct flock fl = whole_file(F_RDLCK);
     int ro = -1;
     if (dprintf(fd, "%s%s", claim_header, line) < 0 ||
-        (ro = openat(r->sd->fd, name, O_RDONLY | O_NOFOLLOW)) < 0 ||
+        (ro = openat(r->sd->fd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY)) < 0 ||
         fcntl(ro, F_OFD_SETLK, &fl) < 0) {
         err_set(e, "cannot write %s/%s: %s", r->sd->path, name, strerror(errno));
         unlinkat(r->sd->fd, name, 0);
@@ -856,7 +869,7 @@ bool registry_update(struct registry *r, size_t i, hwloc_const_bitmap_t cpus,
     hwloc_bitmap_copy(c->nodes, nodes);
     r->rewrite = true;
     /* Its file too, or a rebuild would restore the CPUs it gave up. */
-    int fd = openat(r->sd->fd, c->file, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int fd = openat(r->sd->fd, c->file, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
     const char *why = fd < 0 ? strerror(errno) : state_distrust(fd);
     char *line = format_record(c, c->file);
     char *text = xasprintf("%s%s", claim_header, line);

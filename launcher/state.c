@@ -120,7 +120,7 @@ void state_dir_close(struct state_dir *sd)
 int state_open_read(const struct state_dir *sd, const char *name, struct err *e)
 {
     /* O_NONBLOCK: a FIFO planted under our name must not hang the launch. */
-    int fd = openat(sd->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int fd = openat(sd->fd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ELOOP) {
             err_set(e, "%s/%s is a symbolic link; ignoring it", sd->path, name);
@@ -212,7 +212,8 @@ bool state_write(const struct state_dir *sd, const char *name, const char *const
 {
     char tmp[256];
     snprintf(tmp, sizeof(tmp), ".%s.%016llx.tmp", name, state_random());
-    int fd = openat(sd->fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd =
+        openat(sd->fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
     if (fd < 0) {
         err_set(e, "cannot create %s/%s: %s", sd->path, tmp, strerror(errno));
         return false;
