@@ -28,12 +28,13 @@ DEPS_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lhwloc -ln
 # (the sanitizer builds, which check more than it does). _FORTIFY_SOURCE
 # needs an optimizing build and is left to a packager's CPPFLAGS or CFLAGS
 # that set it (a second, other value would be an error under -Werror);
-# -fcf-protection is x86's alone.
+# some compilers set it themselves (Ubuntu's), hence the -U. -fcf-protection
+# is x86's alone.
 CF_PROTECTION := $(shell $(CC) -fcf-protection -E -x c /dev/null >/dev/null 2>&1 && echo -fcf-protection)
-FORTIFY   = $(if $(findstring _FORTIFY_SOURCE,$(CPPFLAGS) $(CFLAGS)),,$(if \
-              $(filter -O1 -O2 -O3 -Os -Og -Ofast,$(CFLAGS)),-D_FORTIFY_SOURCE=2))
-HARDEN   ?= -fstack-protector-strong -fstack-clash-protection $(CF_PROTECTION) $(FORTIFY)
-FULL_RELRO = -Wl,-z,relro -Wl,-z,now
+FORTIFY   = $(if $(findstring _FORTIFY_SOURCE,$(CPPFLAGS) $(CFLAGS)),,$(if $(filter-out \
+              -O0,$(filter -O%,$(CFLAGS))),-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2))
+HARDEN   ?= -fPIE -fstack-protector-strong -fstack-clash-protection $(CF_PROTECTION) $(FORTIFY)
+FULL_RELRO = -pie -Wl,-z,relro -Wl,-z,now
 HARDEN_LDFLAGS ?= $(if $(strip $(HARDEN)),$(FULL_RELRO))
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(HARDEN) $(CPPFLAGS) $(CFLAGS) \
              $(DEPS_CFLAGS)
@@ -62,7 +63,15 @@ deps:
 test-deps:
 	@contrib/install-deps test
 
-launcher/%.o: launcher/%.c $(HDRS)
+# Rewritten only when the flags change: objects built with other flags
+# (make HARDEN=, another CFLAGS) are rebuilt, so the binary is what the
+# flags of this make say, and what TUNERUN_HARDENED tells the host suite.
+build/flags: FORCE
+	@mkdir -p build
+	@printf '%s\n' '$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS)' >$@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+
+launcher/%.o: launcher/%.c $(HDRS) build/flags
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # Rewritten only when VERSION or DATADIR change, so `make install PREFIX=/usr`
@@ -74,7 +83,7 @@ launcher/config.h: FORCE
 launcher/main.o: launcher/config.h
 
 tunerun: launcher/main.o $(LIB_OBJ)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LDFLAGS) $(DEPS_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(ALL_LDFLAGS) $(DEPS_LIBS)
 
 tests/probe: tests/probe.c
 	$(CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(CFLAGS) -o $@ $< -lnuma
