@@ -525,10 +525,27 @@ static void note_node_choice(struct ctx *c, size_t n)
         note(c->pl, NOTE_INFO, "node %u: the only node with usable CPUs", id);
         return;
     }
-    size_t r = c->rank[1]; /* the runner-up */
+    /*
+     * What decided is what beat the closest candidate: the last rule that
+     * told them apart. Where the most alike ones tie up to fewest claimed
+     * CPUs, some may lose on exact free memory and others on their number.
+     */
+    size_t r = n;
+    enum rank_by by = BY_APART;
+    bool exact = false, index = false;
+    for (size_t k = 0; k < c->nrank; k++) {
+        int order;
+        if (c->rank[k] == n)
+            continue;
+        enum rank_by b = rank_by(c, n, c->rank[k], &order);
+        exact |= b == BY_FREE_EXACT;
+        index |= b == BY_INDEX;
+        if (r == n || b > by) {
+            r = c->rank[k];
+            by = b;
+        }
+    }
     uint64_t fn = free_for(t, n);
-    int order;
-    enum rank_by by = rank_by(c, n, r, &order);
     switch (by) {
     case BY_APART:
         note(c->pl, NOTE_INFO, "node %u: no service it keeps apart from runs there", id);
@@ -556,7 +573,9 @@ static void note_node_choice(struct ctx *c, size_t n)
         note(c->pl, NOTE_INFO,
              "node %u: the candidates are alike (%.1f GiB free, %d CPU%s claimed): the %s", id,
              gib(fn), c->claimed_on[n], c->claimed_on[n] == 1 ? "" : "s",
-             by == BY_FREE_EXACT ? "most free memory" : "lowest number");
+             exact && index ? "most free memory to the byte, then the lowest number"
+             : exact        ? "most free memory to the byte"
+                            : "lowest number");
         break;
     }
 }
@@ -654,7 +673,13 @@ static void choose_nodes(struct ctx *c)
     for (size_t k = 0; k < want; k++)
         hwloc_bitmap_set(pl->nodes, t->nodes[chosen[k]].os_index);
 
-    if (p->placement.nodes == 0) {
+    if (p->placement.nodes != 0 && p->placement.cpus == CPUS_ALL &&
+        p->placement.memory == MEM_LOCAL) {
+        note(pl, NOTE_INFO,
+             "nodes = %u decides nothing with cpus = all and memory = local: it runs on every "
+             "candidate CPU, and its memory is on the nodes of those that touch it",
+             p->placement.nodes);
+    } else if (p->placement.nodes == 0) {
         if (want == 1)
             note(pl, NOTE_INFO, "nodes: the only one that can host CPUs here");
         else
@@ -669,7 +694,7 @@ static void choose_nodes(struct ctx *c)
     } else if (want > 1) {
         char *list = bitmap_list(pl->nodes);
         note(pl, NOTE_INFO, "nodes %s: the closest group of %zu%s", list, want,
-             !t->distance        ? " (no distance matrix: by free memory)"
+             !t->distance        ? " (no distance matrix: the best ranked)"
              : flat_distances(c) ? " (the distance matrix puts them all alike: the best ranked)"
                                  : " by the distance matrix");
         free(list);
@@ -695,53 +720,72 @@ static void drop_smt_siblings(const struct topo *t, hwloc_bitmap_t set)
 }
 
 /*
- * Add up to n PUs of pool not yet in out; how many. A core is taken with
- * all of its PUs that pool holds, the cores that offer most first, each
- * width in core order: where a cpuset or taskset splits a core, the half
- * left over is taken last, so that no other service shares a core that
- * could have been this one's alone. Fewer wanted than any core offers:
- * they come from the one that offers fewest.
+ * Whether some allowed PU of core i is neither in pool nor taken already:
+ * the inherited affinity left it out, a running service holds it, or
+ * smt = no dropped it. Such a core is shared with whatever runs there.
+ */
+static bool split_core(const struct topo *t, size_t i, hwloc_const_bitmap_t pool,
+                       hwloc_const_bitmap_t out)
+{
+    hwloc_bitmap_t rest = hwloc_bitmap_dup(t->cores[i]);
+    hwloc_bitmap_and(rest, rest, t->cpus);
+    hwloc_bitmap_andnot(rest, rest, pool);
+    hwloc_bitmap_andnot(rest, rest, out);
+    bool split = !hwloc_bitmap_iszero(rest);
+    hwloc_bitmap_free(rest);
+    return split;
+}
+
+/*
+ * Add up to n PUs of pool not yet in out; how many. Cores are taken with
+ * all their PUs in pool, in core order: first the cores no one else
+ * shares, as long as each fits what is still wanted, then the split ones
+ * (a taskset or another service took part of them) that fit, so that a
+ * count whole cores meet leaves the halves to others. What is left, fewer
+ * than the next core offers, comes from a split core where there is one,
+ * and leaves whole cores whole; else from that next core, as ever.
  */
 static unsigned take_cores(const struct topo *t, hwloc_const_bitmap_t pool, unsigned n,
                            hwloc_bitmap_t out)
 {
     unsigned got = 0;
-    int widest = 0;
+    size_t next = t->ncores; /* the first unsplit core that did not fit */
+    bool *split = xcalloc(t->ncores ? t->ncores : 1, sizeof(*split));
+    for (size_t i = 0; i < t->ncores; i++)
+        split[i] = split_core(t, i, pool, out);
     hwloc_bitmap_t in = hwloc_bitmap_alloc();
-    for (size_t i = 0; i < t->ncores; i++) {
-        hwloc_bitmap_and(in, t->cores[i], pool);
-        int w = hwloc_bitmap_weight(in);
-        widest = w > widest ? w : widest;
-    }
-    for (int w = widest; w > 0 && got < n; w--)
+    for (int pass = 0; pass < 2; pass++) /* unsplit, then split */
         for (size_t i = 0; i < t->ncores && got < n; i++) {
+            if (split[i] != (pass == 1))
+                continue;
             hwloc_bitmap_and(in, t->cores[i], pool);
             hwloc_bitmap_andnot(in, in, out);
-            if (hwloc_bitmap_weight(in) == w && (unsigned)w <= n - got) {
+            unsigned w = (unsigned)hwloc_bitmap_weight(in);
+            if (w > 0 && w <= n - got) {
                 hwloc_bitmap_or(out, out, in);
-                got += (unsigned)w;
+                got += w;
+            } else if (w > 0 && pass == 0) {
+                next = i; /* core order holds: no unsplit core after it comes first */
+                break;
             }
         }
     /* every core left offers more than is still wanted */
-    size_t best = t->ncores;
-    int best_w = 0;
-    for (size_t i = 0; i < t->ncores && got < n; i++) {
+    size_t from = next;
+    for (size_t i = 0; i < t->ncores && got < n && from == next; i++) {
         hwloc_bitmap_and(in, t->cores[i], pool);
         hwloc_bitmap_andnot(in, in, out);
-        int w = hwloc_bitmap_weight(in);
-        if (w > 0 && (best == t->ncores || w < best_w)) {
-            best = i;
-            best_w = w;
-        }
+        if (split[i] && !hwloc_bitmap_iszero(in))
+            from = i;
     }
-    if (best < t->ncores) {
-        hwloc_bitmap_and(in, t->cores[best], pool);
+    if (got < n && from < t->ncores) {
+        hwloc_bitmap_and(in, t->cores[from], pool);
         hwloc_bitmap_andnot(in, in, out);
         for (int pu = hwloc_bitmap_first(in); pu >= 0 && got < n; pu = hwloc_bitmap_next(in, pu)) {
             hwloc_bitmap_set(out, (unsigned)pu);
             got++;
         }
     }
+    free(split);
     /* PUs that belong to no core object (some XMLs): take them in order. */
     int pu;
     hwloc_bitmap_foreach_begin(pu, pool)
@@ -783,6 +827,47 @@ static bool take_compact(const struct topo *t, hwloc_const_bitmap_t pool, unsign
     if (got < n)
         take_cores(t, pool, n - got, out);
     return kinds > 1 && (int)n < hwloc_bitmap_weight(pool); /* taking all, kinds decide nothing */
+}
+
+/*
+ * How many of `want` CPUs each chosen node gives, by node index: in
+ * proportion to its candidate CPUs in pool, the seats left over by
+ * rounding down going to the largest remainders, the first node on a tie.
+ * Rounding each share up instead let the first nodes take the whole count
+ * and left the last ones without a CPU (4 of 3 nodes came out 2, 2, 0).
+ */
+static unsigned *spread(const struct topo *t, hwloc_const_bitmap_t nodes, hwloc_const_bitmap_t pool,
+                        hwloc_bitmap_t *node_cand, unsigned want)
+{
+    unsigned *share = xcalloc(t->nnodes ? t->nnodes : 1, sizeof(*share));
+    uint64_t *has = xcalloc(t->nnodes ? t->nnodes : 1, sizeof(*has)), total = 0, given = 0;
+    hwloc_bitmap_t part = hwloc_bitmap_alloc();
+    for (size_t i = 0; i < t->nnodes; i++)
+        if (hwloc_bitmap_isset(nodes, t->nodes[i].os_index)) {
+            hwloc_bitmap_and(part, pool, node_cand[i]);
+            total += has[i] = (uint64_t)hwloc_bitmap_weight(part);
+        }
+    hwloc_bitmap_free(part);
+    for (size_t i = 0; i < t->nnodes && total > 0; i++) {
+        share[i] = (unsigned)((uint64_t)want * has[i] / total);
+        given += share[i];
+    }
+    bool *extra = xcalloc(t->nnodes ? t->nnodes : 1, sizeof(*extra));
+    for (; given < want && total > 0; given++) {
+        size_t best = t->nnodes;
+        for (size_t i = 0; i < t->nnodes; i++)
+            if (!extra[i] && share[i] < has[i] &&
+                (best == t->nnodes ||
+                 (uint64_t)want * has[i] % total > (uint64_t)want * has[best] % total))
+                best = i;
+        if (best == t->nnodes)
+            break; /* fewer candidates than wanted: the caller takes the rest from pool */
+        share[best]++;
+        extra[best] = true;
+    }
+    free(extra);
+    free(has);
+    return share;
 }
 
 /* "16 IntelCore, 4 IntelAtom": how many CPUs of set are of each kind; NULL without kinds. */
@@ -835,22 +920,15 @@ static void choose_cpus(struct ctx *c)
                hwloc_bitmap_weight(c->prev->cpus) == (int)want) {
         hwloc_bitmap_copy(pl->cpus, c->prev->cpus); /* as before the restart */
     } else {
-        /* Spread the count over the chosen nodes in proportion, compact within each. */
-        unsigned taken = 0;
-        int nchosen = hwloc_bitmap_weight(pl->nodes), seen = 0;
+        unsigned *share = spread(t, pl->nodes, pool, c->node_cand, want);
         hwloc_bitmap_t part = hwloc_bitmap_alloc();
-        for (size_t i = 0; i < t->nnodes && taken < want; i++) {
-            if (!hwloc_bitmap_isset(pl->nodes, t->nodes[i].os_index))
-                continue;
+        for (size_t i = 0; i < t->nnodes; i++) {
             hwloc_bitmap_and(part, pool, c->node_cand[i]);
-            unsigned w = (unsigned)hwloc_bitmap_weight(part);
-            unsigned share = ++seen == nchosen ? want - taken : (want * w + have - 1) / have;
-            if (share > want - taken)
-                share = want - taken;
-            by_kind |= take_compact(t, part, share, pl->cpus);
-            taken = (unsigned)hwloc_bitmap_weight(pl->cpus);
+            if (share[i] > 0)
+                by_kind |= take_compact(t, part, share[i], pl->cpus);
         }
         hwloc_bitmap_free(part);
+        free(share);
         int short_by = (int)want - hwloc_bitmap_weight(pl->cpus);
         if (short_by > 0) /* rounding left some out */
             by_kind |= take_compact(t, pool, (unsigned)short_by, pl->cpus);
@@ -967,6 +1045,46 @@ static void remote_cpus(const struct topo *t, const struct plan *pl, hwloc_bitma
             hwloc_bitmap_andnot(out, out, t->nodes[i].cpus);
 }
 
+/*
+ * What the memory nodes are to the placed CPUs where some are remote from
+ * them: "the nearest memory to its CPUs, which is remote for them", or
+ * "local for CPUs 8-11 and remote for CPUs 4-7, which have no memory of
+ * their own here" (memoryless nodes, no allowed node), or "... whose own
+ * nodes it is not bound to" (cpus = all runs them beyond the memory
+ * nodes); NULL where the memory is local to them all.
+ */
+static char *remote_words(const struct topo *t, const struct plan *pl)
+{
+    hwloc_bitmap_t remote = hwloc_bitmap_alloc(), local = hwloc_bitmap_alloc(),
+                   away = hwloc_bitmap_alloc(); /* remote, though their own node has memory */
+    remote_cpus(t, pl, remote);
+    hwloc_bitmap_andnot(local, pl->cpus, remote);
+    for (size_t i = 0; i < t->nnodes; i++)
+        if (t->nodes[i].has_memory)
+            hwloc_bitmap_or(away, away, t->nodes[i].cpus);
+    hwloc_bitmap_and(away, away, remote);
+    const char *why = hwloc_bitmap_iszero(away) ? "which have no memory of their own here"
+                      : hwloc_bitmap_isequal(away, remote)
+                          ? "whose own nodes are not among these"
+                          : "whose own nodes are not among these, or have no memory here";
+    char *words = NULL;
+    if (hwloc_bitmap_iszero(local) && hwloc_bitmap_iszero(away)) {
+        words = xstrdup("the nearest memory to its CPUs, which is remote for them");
+    } else if (hwloc_bitmap_iszero(local)) {
+        words = xasprintf("remote for all its CPUs, %s", why);
+    } else if (!hwloc_bitmap_iszero(remote)) {
+        char *near = bitmap_list(local), *far = bitmap_list(remote);
+        words = xasprintf("local for %s %s and remote for %s %s, %s", cpus_word(local), near,
+                          cpus_word(remote), far, why);
+        free(near);
+        free(far);
+    }
+    hwloc_bitmap_free(remote);
+    hwloc_bitmap_free(local);
+    hwloc_bitmap_free(away);
+    return words;
+}
+
 static void choose_memory(struct ctx *c)
 {
     const struct profile *p = c->p;
@@ -998,7 +1116,7 @@ static void choose_memory(struct ctx *c)
     }
 
     enum mem_mode mode = p->placement.memory;
-    char *list = bitmap_list(pl->mem_nodes);
+    char *list = bitmap_list(pl->mem_nodes), *remote = remote_words(t, pl);
     if (homeless && mode != MEM_LOCAL)
         note(pl, NOTE_WARN,
              "memory from node%s %s: the cpuset's memory nodes, none of them its CPUs' own, so "
@@ -1016,43 +1134,36 @@ static void choose_memory(struct ctx *c)
         else
             note(pl, NOTE_INFO, "memory local: first touch on the node of the touching CPU");
         break;
-    case MEM_BIND: {
+    case MEM_BIND:
         pl->mpol = PLAN_MPOL_BIND;
-        hwloc_bitmap_t remote = hwloc_bitmap_alloc();
-        remote_cpus(t, pl, remote);
-        if (hwloc_bitmap_isequal(remote, pl->cpus)) {
-            note(pl, NOTE_INFO,
-                 "memory bind %s: every page there, the nearest memory to its CPUs, which is "
-                 "remote for them",
-                 list);
-        } else if (!hwloc_bitmap_iszero(remote)) {
-            hwloc_bitmap_t local = hwloc_bitmap_alloc();
-            hwloc_bitmap_andnot(local, pl->cpus, remote);
-            char *near = bitmap_list(local), *far = bitmap_list(remote);
-            note(pl, NOTE_INFO,
-                 "memory bind %s: every page there, local for %s %s and remote for %s %s, "
-                 "which have no memory of their own here",
-                 list, cpus_word(local), near, cpus_word(remote), far);
-            free(near);
-            free(far);
-            hwloc_bitmap_free(local);
-        } else if (hwloc_bitmap_weight(pl->mem_nodes) > 1)
+        if (remote)
+            note(pl, NOTE_INFO, "memory bind %s: every page there, %s", list, remote);
+        else if (hwloc_bitmap_weight(pl->mem_nodes) > 1)
             note(pl, NOTE_INFO,
                  "memory bind %s: every page on the nodes of its CPUs, never elsewhere", list);
         else
             note(pl, NOTE_INFO, "memory bind %s: every page local, no remote NUMA access", list);
-        hwloc_bitmap_free(remote);
         break;
-    }
     case MEM_PREFERRED:
         pl->mpol =
             hwloc_bitmap_weight(pl->mem_nodes) > 1 ? PLAN_MPOL_PREFERRED_MANY : PLAN_MPOL_PREFERRED;
-        note(pl, NOTE_INFO, "memory preferred %s: local first, spill over instead of swapping",
-             list);
+        if (remote)
+            note(pl, NOTE_INFO,
+                 "memory preferred %s: pages there first, %s; spill over instead of swapping", list,
+                 remote);
+        else
+            note(pl, NOTE_INFO, "memory preferred %s: local first, spill over instead of swapping",
+                 list);
         break;
     case MEM_INTERLEAVE:
         pl->mpol = PLAN_MPOL_INTERLEAVE;
-        note(pl, NOTE_INFO, "memory interleave %s: bandwidth spread over the nodes", list);
+        if (hwloc_bitmap_weight(pl->mem_nodes) > 1)
+            note(pl, NOTE_INFO, "memory interleave %s: bandwidth spread over the nodes", list);
+        else
+            note(pl, NOTE_INFO,
+                 "memory interleave %s: one node to spread over, so its pages go there while "
+                 "it has room",
+                 list);
         break;
     case MEM_AUTO: {
         uint64_t want = p->placement.memory_size;
@@ -1063,10 +1174,16 @@ static void choose_memory(struct ctx *c)
             pl->mpol = hwloc_bitmap_weight(pl->mem_nodes) > 1 ? PLAN_MPOL_PREFERRED_MANY
                                                               : PLAN_MPOL_PREFERRED;
             note(pl, NOTE_INFO,
-                 "memory auto -> %s %s: memory_size is not set, so prefer the node without "
+                 "memory auto -> %s %s: memory_size is not set, so prefer the node%s without "
                  "risking a strict bind",
-                 plan_mpol_name(pl->mpol), list);
-        } else if (!t->memory_known || (want <= fr && fr - want >= headroom)) {
+                 plan_mpol_name(pl->mpol), list, hwloc_bitmap_weight(pl->mem_nodes) > 1 ? "s" : "");
+        } else if (!t->memory_known) {
+            pl->mpol = PLAN_MPOL_BIND;
+            note(pl, NOTE_INFO,
+                 "memory auto -> bind %s: how much memory the nodes have is not known here, so "
+                 "memory_size %.1f GiB is not checked against it",
+                 list, gib(want));
+        } else if (want <= fr && fr - want >= headroom) {
             pl->mpol = PLAN_MPOL_BIND;
             note(pl, NOTE_INFO,
                  "memory auto -> bind %s: memory_size %.1f GiB fits %.1f GiB free with headroom",
@@ -1074,10 +1191,15 @@ static void choose_memory(struct ctx *c)
         } else if (want <= total) {
             pl->mpol = hwloc_bitmap_weight(pl->mem_nodes) > 1 ? PLAN_MPOL_PREFERRED_MANY
                                                               : PLAN_MPOL_PREFERRED;
+            bool elsewhere = false; /* memory a preference may spill over to */
+            for (size_t i = 0; i < t->nnodes; i++)
+                elsewhere |= t->nodes[i].has_memory &&
+                             !hwloc_bitmap_isset(pl->mem_nodes, t->nodes[i].os_index);
             note(pl, NOTE_INFO,
                  "memory auto -> %s %s: memory_size %.1f GiB plus headroom exceeds %.1f GiB "
-                 "free; a strict bind would swap or OOM while other nodes have memory",
-                 plan_mpol_name(pl->mpol), list, gib(want), gib(fr));
+                 "free; a strict bind would swap or OOM%s",
+                 plan_mpol_name(pl->mpol), list, gib(want), gib(fr),
+                 elsewhere ? " while other nodes have memory" : "");
         } else {
             pl->mpol = PLAN_MPOL_INTERLEAVE;
             grow_memory(c, want);
@@ -1100,6 +1222,7 @@ static void choose_memory(struct ctx *c)
     }
     }
     free(list);
+    free(remote);
 }
 
 /*
@@ -1136,6 +1259,10 @@ static void settle_nodes(struct ctx *c)
                  hwloc_bitmap_weight(cpu_nodes) == 1 ? "it holds" : "these hold");
             free(list);
         }
+        hwloc_bitmap_copy(pl->nodes, cpu_nodes);
+        choose_memory(c);
+    } else if (c->p->placement.memory == MEM_LOCAL) {
+        /* first touch is on the node of each CPU it runs on: those are its memory */
         hwloc_bitmap_copy(pl->nodes, cpu_nodes);
         choose_memory(c);
     } else {
@@ -1389,18 +1516,23 @@ static void add_placement_steps(struct ctx *c)
         [PLAN_MPOL_INTERLEAVE] = "one node's memory bandwidth or size running out: pages spread "
                                  "over the nodes in turn",
     };
+    /* where some CPUs have no memory of their own the notes say which */
     const char *why = reason[pl->mpol];
-    if (pl->mpol == PLAN_MPOL_BIND) {
-        hwloc_bitmap_t remote = hwloc_bitmap_alloc();
-        remote_cpus(c->t, pl, remote);
-        if (hwloc_bitmap_isequal(remote, pl->cpus))
-            why = "every page from these nodes, even when they run short, and all of it remote: "
-                  "its CPUs have no memory of their own here";
-        else if (!hwloc_bitmap_iszero(remote)) /* the notes say which */
-            why = "every page from these nodes, even when they run short: local for some of "
-                  "its CPUs, remote for the others";
-        hwloc_bitmap_free(remote);
-    }
+    hwloc_bitmap_t remote = hwloc_bitmap_alloc();
+    remote_cpus(c->t, pl, remote);
+    bool all = hwloc_bitmap_isequal(remote, pl->cpus), some = !hwloc_bitmap_iszero(remote);
+    hwloc_bitmap_free(remote);
+    if (pl->mpol == PLAN_MPOL_BIND && some)
+        why = all ? "every page from these nodes, even when they run short, and all of it "
+                    "remote: its CPUs have no memory of their own here"
+                  : "every page from these nodes, even when they run short: local for some of "
+                    "its CPUs, remote for the others";
+    else if ((pl->mpol == PLAN_MPOL_PREFERRED || pl->mpol == PLAN_MPOL_PREFERRED_MANY) && some)
+        why = all ? "pages from these nodes first, other nodes only once they are full, without "
+                    "the OOM risk of a strict bind; remote memory for all its CPUs either way"
+                  : "pages from these nodes first, other nodes only once they are full, without "
+                    "the OOM risk of a strict bind; local for some of its CPUs, remote for the "
+                    "others";
     struct plan_step *s = add_step(pl, STEP_MEMPOLICY, xasprintf("%s", why));
     s->u.mempolicy.mode = pl->mpol;
     s->u.mempolicy.nodes = hwloc_bitmap_dup(pl->mem_nodes);
@@ -1591,9 +1723,22 @@ static void add_java_step(struct ctx *c, const char *base)
                 ram = c->cgroup->mem_limit;
             }
         }
-        if (user_sets(base, "-XX:MaxRAM="))
+        /* a size of the profile's own beyond what a strict bind holds: the heap outgrows it */
+        uint64_t bound = pl->mpol == PLAN_MPOL_BIND && c->t->memory_known
+                             ? sum_mem(c->t, pl->mem_nodes, false)
+                             : 0;
+        if (user_sets(base, "-XX:MaxRAM=")) {
             note(pl, NOTE_INFO, "java: JAVA_TOOL_OPTIONS already sets MaxRAM; kept");
-        else if (ram == 0)
+        } else if (p->java.max_ram == JAVA_VALUE && bound && ram > bound) {
+            char *list = bitmap_list(pl->mem_nodes);
+            note(pl, NOTE_WARN,
+                 "java.max_ram %.1f GiB is more than memory bind %s holds (%.1f GiB): the JVM "
+                 "sizes its heap from it, and a heap that outgrows the bind is killed (fix: a "
+                 "smaller java.max_ram, max_ram = auto, or memory = preferred)",
+                 gib(ram), list, gib(bound));
+            free(list);
+            APPEND("-XX:MaxRAM=%llum", (unsigned long long)(ram / MIB));
+        } else if (ram == 0)
             note(pl, NOTE_INFO, "java: node memory unknown, no MaxRAM");
         else
             APPEND("-XX:MaxRAM=%llum", (unsigned long long)(ram / MIB));

@@ -315,7 +315,10 @@ void report_topo_text(FILE *f, const struct topo *t)
     fprintf(f, "topology   ");
     topo_summary(f, t);
     char *aff = bitmap_list(t->binding), *off = bitmap_list(t->offline);
-    fprintf(f, "\naffinity   %s (inherited)\n", aff ? aff : "");
+    if (t->source == TOPO_HOST) /* an export's is no process's */
+        fprintf(f, "\naffinity   %s (inherited)\n", aff ? aff : "");
+    else
+        fputc('\n', f);
     /* an export leaves out the CPUs outside the cpuset it was made in as it does offline ones */
     if (!hwloc_bitmap_iszero(t->offline) && t->source == TOPO_HOST)
         fprintf(f, "offline    %s\n", off ? off : "");
@@ -357,13 +360,21 @@ void report_topo_text(FILE *f, const struct topo *t)
     for (size_t i = 0; i < t->nnodes; i++) {
         const struct topo_node *n = &t->nodes[i];
         char *c = bitmap_list(n->cpus);
-        char kind[64];
+        char kind[64], memory[32];
+        bool none = hwloc_bitmap_iszero(n->cpus); /* a cpuset may allow none of its CPUs */
         snprintf(kind, sizeof(kind), "%s%s%s%s", n->subtype,
-                 *n->subtype && (hwloc_bitmap_iszero(n->cpus) || !n->has_memory) ? ", " : "",
-                 hwloc_bitmap_iszero(n->cpus) ? "CPU-less" : "", n->has_memory ? "" : "memoryless");
-        fprintf(f, "  %4u  %-*s %9.1f GiB %8.1f GiB%s%s\n", n->os_index, width,
-                hwloc_bitmap_iszero(n->cpus) ? "-" : (c ? c : ""), n->mem_total / GIB,
-                n->mem_free / GIB, *kind ? "  " : "", kind);
+                 *n->subtype && (none || !n->has_memory) ? ", " : "",
+                 !none        ? ""
+                 : n->cpuless ? "CPU-less"
+                              : "no allowed CPU",
+                 n->has_memory ? "" : "memoryless");
+        if (t->memory_known)
+            snprintf(memory, sizeof(memory), "%9.1f GiB %8.1f GiB", n->mem_total / GIB,
+                     n->mem_free / GIB);
+        else /* an export without memory sizes */
+            snprintf(memory, sizeof(memory), "%13s %12s", "unknown", "unknown");
+        fprintf(f, "  %4u  %-*s %s%s%s\n", n->os_index, width, none ? "-" : (c ? c : ""), memory,
+                *kind ? "  " : "", kind);
         free(c);
     }
     if (t->distance) {

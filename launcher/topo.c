@@ -898,6 +898,7 @@ static void load_nodes(const struct machine *m, struct topo *t)
         struct topo_node *nd = &t->nodes[i];
         nd->os_index = o->os_index;
         nd->cpus = hwloc_bitmap_alloc();
+        nd->cpuless = hwloc_bitmap_iszero(o->cpus);
         nd->mem_total = o->memory;
         nd->mem_free = nd->mem_total;
         snprintf(nd->subtype, sizeof(nd->subtype), "%s", o->subtype);

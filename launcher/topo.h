@@ -31,7 +31,8 @@ struct state_dir;
 
 struct topo_node {
     unsigned os_index;
-    hwloc_bitmap_t cpus; /* allowed online PUs whose home is this node; empty: CPU-less */
+    hwloc_bitmap_t cpus; /* allowed online PUs whose home is this node */
+    bool cpuless;        /* no online PU at all, allowed or not (CXL, PMEM, MCDRAM) */
     uint64_t mem_total;  /* bytes; 0 with has_memory false: a memoryless node */
     uint64_t mem_free;   /* bytes; equals mem_total for XML and synthetic sources */
     bool has_memory;

@@ -362,42 +362,168 @@ static void test_fastest_cores_first(void **state)
     topo_free(&t);
 }
 
+static struct topo shared_xml(const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", topologies_dir(), name);
+    return load_topo(path);
+}
+
+/* A plan of one profile on one machine, and what it was made of: done() frees all three. */
+struct trial {
+    struct topo t;
+    struct profile p;
+    struct plan pl;
+};
+
+static struct trial *trial(struct topo t, const char *profile, const char *const *sets)
+{
+    struct trial *x = calloc(1, sizeof(*x));
+    x->t = t;
+    x->p = load_profile(profile, sets);
+    x->pl = make_plan(&x->p, &x->t, NULL);
+    return x;
+}
+
+static void done(struct trial *x)
+{
+    plan_free(&x->pl);
+    profile_free(&x->p);
+    topo_free(&x->t);
+    free(x);
+}
+
+/* A count over several nodes is shared in proportion: no chosen node is left without a CPU. */
+static void test_count_spread_over_nodes(void **state)
+{
+    (void)state;
+    const char *four[] = {"placement.nodes=3", "placement.cpus=4", NULL};
+    struct trial *x = trial(load_topo("synthetic:node:3 core:3 pu:3"), "mysql", four);
+    assert_cpus(&x->pl, "0-1,9,18", "4 CPUs of 3 alike nodes: 2, 1, 1");
+    char *nodes = bitmap_list(x->pl.nodes);
+    assert_string_equal(nodes, "0-2");
+    free(nodes);
+    done(x);
+    const char *six[] = {"placement.cpus=6", NULL};
+    x = trial(load_topo("synthetic:pack:2 numa:2 core:4 pu:2"), "nginx", six);
+    assert_cpus(&x->pl, "0-1,8-9,16,24", "6 CPUs of 4 alike nodes: 2, 2, 1, 1");
+    done(x);
+}
+
+/* What a plan says of odd machines is true of them (each case once said otherwise). */
+static void test_words_true_of_odd_machines(void **state)
+{
+    (void)state;
+    /* cpus = all with memory = local: its memory is on every node it runs on */
+    const char *local_all[] = {"placement.memory=local", "placement.cpus=all", NULL};
+    struct trial *x = trial(shared_xml("32em64t-2n8c2t-pci-normalio.xml"), "java", local_all);
+    char *mem = bitmap_list(x->pl.mem_nodes);
+    assert_string_equal(mem, "0-1");
+    free(mem);
+    const char *opts = find_env(&x->pl, "JAVA_TOOL_OPTIONS")->u.env.value;
+    assert_non_null(strstr(opts, "-XX:+UseNUMA"));
+    assert_non_null(strstr(opts, "-XX:MaxRAM=65507m"));
+    assert_true(has_note(&x->pl, "nodes = 1 decides nothing with cpus = all and memory = local"));
+    done(x);
+
+    /* an explicit max_ram beyond a strict bind: the heap outgrows it */
+    const char *big[] = {"placement.memory=bind", "java.max_ram=64G", NULL};
+    x = trial(shared_xml("32em64t-2n8c2t-pci-normalio.xml"), "java", big);
+    assert_true(has_note(&x->pl, "java.max_ram 64.0 GiB is more than memory bind"));
+    assert_true(x->pl.degraded);
+    done(x);
+
+    /* preferred where every page is remote is not "local first" */
+    x = trial(load_topo("tests/data/cpuset-mismatch.xml"), "redis", NULL);
+    assert_int_equal(x->pl.mpol, PLAN_MPOL_PREFERRED);
+    assert_false(has_note(&x->pl, "local first"));
+    assert_true(has_note(&x->pl, "memory preferred 1: pages there first, the nearest memory to "
+                                 "its CPUs, which is remote for them"));
+    assert_null(strstr(find_step(&x->pl, STEP_MEMPOLICY)->why, "its own node"));
+    done(x);
+
+    /* notes a plan must make, or must not, on one machine each */
+    static const struct {
+        const char *machine, *profile, *sets[3], *has, *hasnt;
+    } said[] = {
+        /* cpus = all beyond a bind: their own nodes have memory, just not bound */
+        {"32em64t-2n8c2t-pci-normalio.xml",
+         "mysql",
+         {"placement.cpus=all", "placement.memory=bind"},
+         "whose own nodes are not among these",
+         "no memory of their own"},
+        /* an export without memory sizes: memory auto cannot say it fits */
+        {"16em64t-4s2c2t-offlines.xml",
+         "mysql",
+         {"placement.memory=auto", "placement.memory_size=4T"},
+         "how much memory the nodes have is not known here",
+         "fits"},
+        /* one node: nothing else to spill over to */
+        {"2intel64-1n2c-numaroot.v1tov2.xml",
+         "mysql",
+         {"placement.memory=auto", "placement.memory_size=1900M"},
+         "a strict bind would swap or OOM",
+         "while other nodes have memory"},
+        /* node 0 lost on free memory to the byte, node 2 on its number: both said */
+        {"16amd64-4distances.xml",
+         "mysql",
+         {NULL},
+         "node 1: the candidates are alike (8.0 GiB free, 0 CPUs claimed): the most free memory "
+         "to the byte, then the lowest number",
+         "node 1: the candidates are alike (8.0 GiB free, 0 CPUs claimed): the lowest number"},
+    };
+    for (size_t i = 0; i < sizeof(said) / sizeof(said[0]); i++) {
+        x = trial(shared_xml(said[i].machine), said[i].profile, said[i].sets);
+        if (!has_note(&x->pl, said[i].has) || has_note(&x->pl, said[i].hasnt))
+            fail_msg("%s on %s: wants \"%s\", and not \"%s\"", said[i].profile, said[i].machine,
+                     said[i].has, said[i].hasnt);
+        done(x);
+    }
+}
+
 /*
- * A core split by taskset or a cpuset is taken last: a count that whole
- * cores meet leaves the half one, which shares its core with whatever runs
- * on the other half, to others; a count smaller than any whole core takes
- * the half one, and leaves whole cores whole.
+ * A core that taskset or a running service splits comes after the whole
+ * ones: a count that whole cores meet leaves the half one, which shares its
+ * core with whatever runs on the other half, to others; a count smaller
+ * than the next whole core takes the half one, and leaves whole cores
+ * whole. Cores of their own widths, none split, are taken in core order.
  */
 static void test_split_core_last(void **state)
 {
     (void)state;
-    struct topo t = load_topo("synthetic:pack:1 numa:1 core:3 pu:2"); /* cores 0-1, 2-3, 4-5 */
-    hwloc_bitmap_list_sscanf(t.binding, "1-5"); /* taskset -c 1-5: CPU 0 is another's */
-    const char *two[] = {"placement.cpus=2", NULL}, *one[] = {"placement.cpus=1", NULL},
-               *three[] = {"placement.cpus=3", NULL};
-    struct profile p = load_profile("mysql", two);
-    struct plan pl = make_plan(&p, &t, NULL);
-    assert_cpus(&pl, "2-3", "cpus = 2 beside a split core");
-    plan_free(&pl);
-    profile_free(&p);
-    p = load_profile("mysql", one);
-    pl = make_plan(&p, &t, NULL);
-    assert_cpus(&pl, "1", "cpus = 1 beside a split core");
-    plan_free(&pl);
-    profile_free(&p);
-    p = load_profile("mysql", three);
-    pl = make_plan(&p, &t, NULL);
-    assert_cpus(&pl, "1-3", "cpus = 3: a whole core and the half one, not half of another");
-    plan_free(&pl);
-    profile_free(&p);
-    /* whole cores only: core order, a core's PUs together, as ever */
-    hwloc_bitmap_list_sscanf(t.binding, "0-5");
-    p = load_profile("mysql", three);
-    pl = make_plan(&p, &t, NULL);
-    assert_cpus(&pl, "0-2", "cpus = 3 on whole cores");
-    plan_free(&pl);
-    profile_free(&p);
-    topo_free(&t);
+    static const struct {
+        const char *machine, *binding; /* a shared XML's name, or a spec; NULL: all */
+        const char *count, *want, *why;
+    } cases[] = {
+        /* cores 0-1, 2-3, 4-5; taskset -c 1-5: CPU 0 is another's */
+        {"synthetic:pack:1 numa:1 core:3 pu:2", "1-5", "2", "2-3", "whole cores meet it"},
+        {"synthetic:pack:1 numa:1 core:3 pu:2", "1-5", "1", "1", "less than a whole core"},
+        {"synthetic:pack:1 numa:1 core:3 pu:2", "1-5", "3", "1-3",
+         "the half one, not half another"},
+        {"synthetic:pack:1 numa:1 core:3 pu:2", NULL, "3", "0-2", "whole cores, as ever"},
+        /* cores of their own widths, none split (an unranked hybrid): core order */
+        {"tests/data/uneven-cores.xml", NULL, "1", "0", "uneven cores"}, /* 0-1 ... 6-7 8 10 */
+        {"tests/data/uneven-cores.xml", NULL, "3", "0-2", "uneven cores"},
+        /* cores 0 and 4 of 2 PUs with one of them offline: whole cores too */
+        {"16em64t-4s2c2t-offlines.xml", NULL, "2", "0,4", "beside offline siblings"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        bool spec = strchr(cases[i].machine, ':') || strchr(cases[i].machine, '/');
+        struct topo t = spec ? load_topo(cases[i].machine) : shared_xml(cases[i].machine);
+        if (cases[i].binding)
+            hwloc_bitmap_list_sscanf(t.binding, cases[i].binding);
+        char count[32];
+        snprintf(count, sizeof(count), "placement.cpus=%s", cases[i].count);
+        const char *sets[] = {count, NULL};
+        struct profile p = load_profile("mysql", sets);
+        struct plan pl = make_plan(&p, &t, NULL);
+        char label[128];
+        snprintf(label, sizeof(label), "cpus = %s, %s", cases[i].count, cases[i].why);
+        assert_cpus(&pl, cases[i].want, label);
+        plan_free(&pl);
+        profile_free(&p);
+        topo_free(&t);
+    }
 }
 
 /* CPUs a cpuset allows on nodes it allows no memory on: used by cpus = all, and said. */
@@ -1329,6 +1455,8 @@ int main(void)
         cmocka_unit_test(test_inherited_affinity_is_never_widened),
         cmocka_unit_test(test_fastest_cores_first),
         cmocka_unit_test(test_cpus_of_no_allowed_node),
+        cmocka_unit_test(test_count_spread_over_nodes),
+        cmocka_unit_test(test_words_true_of_odd_machines),
         cmocka_unit_test(test_split_core_last),
         cmocka_unit_test(test_memoryless_node_gets_nearest_memory),
         cmocka_unit_test(test_memory_auto_grows_near),
