@@ -32,7 +32,7 @@ DEPS_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lhwloc -ln
 # is x86's alone.
 CF_PROTECTION := $(shell $(CC) -fcf-protection -E -x c /dev/null >/dev/null 2>&1 && echo -fcf-protection)
 FORTIFY   = $(if $(findstring _FORTIFY_SOURCE,$(CPPFLAGS) $(CFLAGS)),,$(if $(filter-out \
-              -O0,$(filter -O%,$(CFLAGS))),-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2))
+              -O0,$(lastword $(filter -O%,$(CFLAGS)))),-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2))
 HARDEN   ?= -fPIE -fstack-protector-strong -fstack-clash-protection $(CF_PROTECTION) $(FORTIFY)
 FULL_RELRO = -pie -Wl,-z,relro -Wl,-z,now
 HARDEN_LDFLAGS ?= $(if $(strip $(HARDEN)),$(FULL_RELRO))
@@ -158,9 +158,9 @@ test-vm: test-deps all tests/probe tests/nsrun
 
 # The launch floors the bench measures: an exec linked like tunerun, and like numactl.
 tests/bench/exec-libs: tests/bench/exec.c
-	$(CC) -std=c11 -Wall -Wextra $(WERROR) $(CFLAGS) -o $@ $< $(ALL_LDFLAGS) -Wl,--no-as-needed $(DEPS_LIBS)
+	$(CC) -std=c11 -Wall -Wextra $(WERROR) $(HARDEN) $(CFLAGS) -o $@ $< $(ALL_LDFLAGS) -Wl,--no-as-needed $(DEPS_LIBS)
 tests/bench/exec-numa: tests/bench/exec.c
-	$(CC) -std=c11 -Wall -Wextra $(WERROR) $(CFLAGS) -o $@ $< $(ALL_LDFLAGS) -Wl,--no-as-needed -lnuma
+	$(CC) -std=c11 -Wall -Wextra $(WERROR) $(HARDEN) $(CFLAGS) -o $@ $< $(ALL_LDFLAGS) -Wl,--no-as-needed -lnuma
 
 bench: all tests/bench/exec-libs tests/bench/exec-numa
 	@contrib/install-deps bench

@@ -720,16 +720,18 @@ static void drop_smt_siblings(const struct topo *t, hwloc_bitmap_t set)
 }
 
 /*
- * Whether some allowed PU of core i is neither in pool nor taken already:
- * the inherited affinity left it out, a running service holds it, or
- * smt = no dropped it. Such a core is shared with whatever runs there.
+ * Whether some allowed PU of core i is neither a candidate nor taken
+ * already: the inherited affinity left it out, or a running service holds
+ * it. Such a core is shared with whatever runs there. `whole` is the
+ * candidates before smt = no kept one PU per core, which splits them all
+ * alike.
  */
-static bool split_core(const struct topo *t, size_t i, hwloc_const_bitmap_t pool,
+static bool split_core(const struct topo *t, size_t i, hwloc_const_bitmap_t whole,
                        hwloc_const_bitmap_t out)
 {
     hwloc_bitmap_t rest = hwloc_bitmap_dup(t->cores[i]);
     hwloc_bitmap_and(rest, rest, t->cpus);
-    hwloc_bitmap_andnot(rest, rest, pool);
+    hwloc_bitmap_andnot(rest, rest, whole);
     hwloc_bitmap_andnot(rest, rest, out);
     bool split = !hwloc_bitmap_iszero(rest);
     hwloc_bitmap_free(rest);
@@ -745,14 +747,14 @@ static bool split_core(const struct topo *t, size_t i, hwloc_const_bitmap_t pool
  * than the next core offers, comes from a split core where there is one,
  * and leaves whole cores whole; else from that next core, as ever.
  */
-static unsigned take_cores(const struct topo *t, hwloc_const_bitmap_t pool, unsigned n,
-                           hwloc_bitmap_t out)
+static unsigned take_cores(const struct topo *t, hwloc_const_bitmap_t pool,
+                           hwloc_const_bitmap_t whole, unsigned n, hwloc_bitmap_t out)
 {
     unsigned got = 0;
     size_t next = t->ncores; /* the first unsplit core that did not fit */
     bool *split = xcalloc(t->ncores ? t->ncores : 1, sizeof(*split));
     for (size_t i = 0; i < t->ncores; i++)
-        split[i] = split_core(t, i, pool, out);
+        split[i] = split_core(t, i, whole, out);
     hwloc_bitmap_t in = hwloc_bitmap_alloc();
     for (int pass = 0; pass < 2; pass++) /* unsplit, then split */
         for (size_t i = 0; i < t->ncores && got < n; i++) {
@@ -812,8 +814,8 @@ static unsigned take_cores(const struct topo *t, hwloc_const_bitmap_t pool, unsi
  * PUs together, in core order. True when pool held more than one kind and
  * more than n PUs, so that the kinds decided.
  */
-static bool take_compact(const struct topo *t, hwloc_const_bitmap_t pool, unsigned n,
-                         hwloc_bitmap_t out)
+static bool take_compact(const struct topo *t, hwloc_const_bitmap_t pool,
+                         hwloc_const_bitmap_t whole, unsigned n, hwloc_bitmap_t out)
 {
     unsigned got = 0, kinds = 0;
     hwloc_bitmap_t part = hwloc_bitmap_alloc();
@@ -821,11 +823,11 @@ static bool take_compact(const struct topo *t, hwloc_const_bitmap_t pool, unsign
         hwloc_bitmap_and(part, pool, t->kinds[k].cpus);
         kinds += !hwloc_bitmap_iszero(part);
         if (got < n)
-            got += take_cores(t, part, n - got, out);
+            got += take_cores(t, part, whole, n - got, out);
     }
     hwloc_bitmap_free(part);
     if (got < n)
-        take_cores(t, pool, n - got, out);
+        take_cores(t, pool, whole, n - got, out);
     return kinds > 1 && (int)n < hwloc_bitmap_weight(pool); /* taking all, kinds decide nothing */
 }
 
@@ -896,6 +898,7 @@ static void choose_cpus(struct ctx *c)
     struct plan *pl = c->pl;
     hwloc_bitmap_t pool = hwloc_bitmap_alloc();
     cpu_pool(c, pool);
+    hwloc_bitmap_t whole = hwloc_bitmap_dup(pool); /* what splits a core is not ours */
     if (!p->placement.smt)
         drop_smt_siblings(t, pool);
     unsigned have = (unsigned)hwloc_bitmap_weight(pool);
@@ -925,13 +928,13 @@ static void choose_cpus(struct ctx *c)
         for (size_t i = 0; i < t->nnodes; i++) {
             hwloc_bitmap_and(part, pool, c->node_cand[i]);
             if (share[i] > 0)
-                by_kind |= take_compact(t, part, share[i], pl->cpus);
+                by_kind |= take_compact(t, part, whole, share[i], pl->cpus);
         }
         hwloc_bitmap_free(part);
         free(share);
         int short_by = (int)want - hwloc_bitmap_weight(pl->cpus);
         if (short_by > 0) /* rounding left some out */
-            by_kind |= take_compact(t, pool, (unsigned)short_by, pl->cpus);
+            by_kind |= take_compact(t, pool, whole, (unsigned)short_by, pl->cpus);
     }
     char *list = bitmap_list(pl->cpus), *kinds = kinds_word(t, pl->cpus);
     note(pl, NOTE_INFO, "cpus %s (%d)%s%s%s", list, hwloc_bitmap_weight(pl->cpus),
@@ -944,6 +947,7 @@ static void choose_cpus(struct ctx *c)
          kinds ? kinds : "");
     free(list);
     free(kinds);
+    hwloc_bitmap_free(whole);
     hwloc_bitmap_free(pool);
 }
 

@@ -130,44 +130,77 @@ struct mount_tables {
     size_t n;
 };
 
+/* A mount table of the process `dir` is /proc/PID of, read whole; false when it is gone. */
+static bool read_mounts(int dir, struct mount_table *t)
+{
+    int fd = openat(dir, "mountinfo", O_RDONLY | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+    if (f == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return false;
+    }
+    char *line = NULL;
+    size_t cap = 0, room = 0;
+    while (getline(&line, &cap, f) > 0) {
+        int id;
+        unsigned major, minor;
+        if (sscanf(line, "%d %*d %u:%u", &id, &major, &minor) != 3)
+            continue;
+        if (t->n == room) {
+            room = room ? 2 * room : 64;
+            t->id = xrealloc(t->id, room * sizeof(*t->id));
+            t->dev = xrealloc(t->dev, room * sizeof(*t->dev));
+        }
+        t->id[t->n] = id;
+        t->dev[t->n++] = makedev(major, minor);
+    }
+    bool ok = !ferror(f);
+    free(line);
+    fclose(f);
+    return ok;
+}
+
+/*
+ * mount_dev() through the tables of a scan. /proc/PID is held open while
+ * its namespace is named and its mounts read, so that a process that ends
+ * meanwhile, and one that gets its pid after, can lend its table to no
+ * other: a table not read whole is not kept, and that fd is passed over.
+ */
 static unsigned long long mount_dev_in(struct mount_tables *seen, long pid, int mnt_id)
 {
-    char path[64], ns[64];
-    snprintf(path, sizeof(path), "/proc/%ld/ns/mnt", pid);
-    ssize_t len = readlink(path, ns, sizeof(ns) - 1);
-    if (len <= 0)
+    char path[64], ns[64], again[64];
+    snprintf(path, sizeof(path), "/proc/%ld", pid);
+    int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+        return 0;
+    ssize_t len = readlinkat(dir, "ns/mnt", ns, sizeof(ns) - 1);
+    if (len <= 0) {
+        close(dir);
         return mount_dev(pid, mnt_id); /* no namespace to know it by: this once */
+    }
     ns[len] = '\0';
     struct mount_table *t = NULL;
     for (size_t i = 0; i < seen->n && !t; i++)
         if (strcmp(seen->v[i].ns, ns) == 0)
             t = &seen->v[i];
     if (t == NULL) {
+        struct mount_table read = {0};
+        snprintf(read.ns, sizeof(read.ns), "%s", ns);
+        ssize_t n = 0;
+        if (!read_mounts(dir, &read) ||
+            (n = readlinkat(dir, "ns/mnt", again, sizeof(again) - 1)) != len ||
+            memcmp(again, ns, (size_t)len) != 0) {
+            free(read.id);
+            free(read.dev);
+            close(dir);
+            return 0;
+        }
         seen->v = xrealloc(seen->v, (seen->n + 1) * sizeof(*seen->v));
         t = &seen->v[seen->n++];
-        memset(t, 0, sizeof(*t));
-        snprintf(t->ns, sizeof(t->ns), "%s", ns);
-        snprintf(path, sizeof(path), "/proc/%ld/mountinfo", pid);
-        FILE *f = fopen(path, "re");
-        char *line = NULL;
-        size_t cap = 0, room = 0;
-        while (f && getline(&line, &cap, f) > 0) {
-            int id;
-            unsigned major, minor;
-            if (sscanf(line, "%d %*d %u:%u", &id, &major, &minor) != 3)
-                continue;
-            if (t->n == room) {
-                room = room ? 2 * room : 64;
-                t->id = xrealloc(t->id, room * sizeof(*t->id));
-                t->dev = xrealloc(t->dev, room * sizeof(*t->dev));
-            }
-            t->id[t->n] = id;
-            t->dev[t->n++] = makedev(major, minor);
-        }
-        free(line);
-        if (f)
-            fclose(f);
+        *t = read;
     }
+    close(dir);
     for (size_t i = 0; i < t->n; i++)
         if (t->id[i] == mnt_id)
             return t->dev[i];

@@ -320,9 +320,11 @@ static bool trusted_as_root(const char *path, int fd, const struct stat *st, str
     char *as_named = path[0] == '/'             ? xstrdup(path)
                      : getcwd(cwd, sizeof(cwd)) ? xasprintf("%s/%s", cwd, path)
                                                 : NULL;
-    const char *way = !ok        ? NULL
-                      : as_named ? path_untrusted_way(as_named, 0, at, sizeof(at))
-                                 : NULL;
+    if (ok && as_named == NULL) {
+        err_set(e, "%s: cannot tell which directory it is named from: %s", path, strerror(errno));
+        ok = false;
+    }
+    const char *way = ok ? path_untrusted_way(as_named, 0, at, sizeof(at)) : NULL;
     free(as_named);
     if (ok && way == NULL)
         way = path_untrusted_way(real, 0, at, sizeof(at));

@@ -492,20 +492,23 @@ static void test_split_core_last(void **state)
 {
     (void)state;
     static const struct {
-        const char *machine, *binding; /* a shared XML's name, or a spec; NULL: all */
-        const char *count, *want, *why;
+        const char *machine, *binding;         /* a shared XML's name, or a spec; NULL: all */
+        const char *count, *want, *why, *also; /* also: one more key=value */
     } cases[] = {
         /* cores 0-1, 2-3, 4-5; taskset -c 1-5: CPU 0 is another's */
-        {"synthetic:pack:1 numa:1 core:3 pu:2", "1-5", "2", "2-3", "whole cores meet it"},
-        {"synthetic:pack:1 numa:1 core:3 pu:2", "1-5", "1", "1", "less than a whole core"},
-        {"synthetic:pack:1 numa:1 core:3 pu:2", "1-5", "3", "1-3",
-         "the half one, not half another"},
-        {"synthetic:pack:1 numa:1 core:3 pu:2", NULL, "3", "0-2", "whole cores, as ever"},
-        /* cores of their own widths, none split (an unranked hybrid): core order */
-        {"tests/data/uneven-cores.xml", NULL, "1", "0", "uneven cores"}, /* 0-1 ... 6-7 8 10 */
-        {"tests/data/uneven-cores.xml", NULL, "3", "0-2", "uneven cores"},
+        {"synthetic:pack:1 numa:1 core:3 pu:2", "1-5", "2", "2-3", "whole cores meet it", NULL},
+        {"synthetic:pack:1 numa:1 core:3 pu:2", "1-5", "1", "1", "less than a whole core", NULL},
+        {"synthetic:pack:1 numa:1 core:3 pu:2", "1-5", "3", "1-3", "the half one, not half another",
+         NULL},
+        {"synthetic:pack:1 numa:1 core:3 pu:2", NULL, "3", "0-2", "whole cores, as ever", NULL},
+        /* cores of their own widths, none split (an unranked hybrid): 0-1 ... 6-7, 8, 10 ... */
+        {"tests/data/uneven-cores.xml", NULL, "1", "0", "uneven cores", NULL},
+        {"tests/data/uneven-cores.xml", NULL, "3", "0-2", "uneven cores", NULL},
         /* cores 0 and 4 of 2 PUs with one of them offline: whole cores too */
-        {"16em64t-4s2c2t-offlines.xml", NULL, "2", "0,4", "beside offline siblings"},
+        {"16em64t-4s2c2t-offlines.xml", NULL, "2", "0,4", "beside offline siblings", NULL},
+        /* smt = no splits every core alike: core order still */
+        {"tests/data/uneven-cores.xml", NULL, "3", "0,2,4", "smt = no", "placement.smt=no"},
+        {"16em64t-4s2c2t-offlines.xml", NULL, "3", "0-1,4", "smt = no", "placement.smt=no"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         bool spec = strchr(cases[i].machine, ':') || strchr(cases[i].machine, '/');
@@ -514,7 +517,7 @@ static void test_split_core_last(void **state)
             hwloc_bitmap_list_sscanf(t.binding, cases[i].binding);
         char count[32];
         snprintf(count, sizeof(count), "placement.cpus=%s", cases[i].count);
-        const char *sets[] = {count, NULL};
+        const char *sets[] = {count, cases[i].also, NULL};
         struct profile p = load_profile("mysql", sets);
         struct plan pl = make_plan(&p, &t, NULL);
         char label[128];
