@@ -655,8 +655,7 @@ static void choose_nodes(struct ctx *c)
     struct plan *pl = c->pl;
     size_t want = p->placement.nodes ? p->placement.nodes : c->nrank;
     if (want > c->nrank) {
-        note(pl, NOTE_WARN,
-             "profile asks for %zu nodes but only %zu can host its CPUs here; using %zu", want,
+        note(pl, NOTE_WARN, "nodes = %zu, but only %zu can host its CPUs here; using %zu", want,
              c->nrank, c->nrank);
         want = c->nrank;
     }
@@ -911,8 +910,8 @@ static void choose_cpus(struct ctx *c)
     if (want == 0)
         want = 1;
     if (want > have) {
-        note(pl, NOTE_WARN, "profile asks for %u CPUs but only %u %s available; using %u", want,
-             have, have == 1 ? "is" : "are", have);
+        note(pl, NOTE_WARN, "cpus = %u, but only %u %s available; using %u", want, have,
+             have == 1 ? "is" : "are", have);
         want = have;
     }
 
