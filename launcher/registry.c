@@ -36,6 +36,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -742,6 +743,54 @@ static void rebuild(struct registry *r)
     r->rewrite = true;
 }
 
+/* Wakes a blocked lock wait once, so that it can say what it waits for. */
+static void woken(int sig)
+{
+    (void)sig;
+}
+
+/*
+ * The lock, waited for as long as it takes: launches decide one at a
+ * time. A wait of LOCK_PATIENCE seconds says so (a launch that hangs
+ * otherwise tells an operator nothing), from a SIGALRM of a timer of its
+ * own that no exec inherits; the caller's SIGALRM handling comes back.
+ */
+#define LOCK_PATIENCE 5
+static int lock_patiently(const struct registry *r, struct flock *fl)
+{
+    if (fcntl(r->lock_fd, F_OFD_SETLK, fl) == 0)
+        return 0;
+    if (errno != EAGAIN && errno != EACCES)
+        return -1;
+    struct sigaction wake = {.sa_handler = woken}, old; /* no SA_RESTART: the wait ends */
+    sigemptyset(&wake.sa_mask);
+    struct sigevent ev = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGALRM};
+    struct itimerspec when = {.it_value = {LOCK_PATIENCE, 0}};
+    timer_t timer;
+    bool handled = sigaction(SIGALRM, &wake, &old) == 0;
+    bool armed = handled && timer_create(CLOCK_MONOTONIC, &ev, &timer) == 0;
+    if (armed && timer_settime(timer, 0, &when, NULL) < 0) {
+        timer_delete(timer);
+        armed = false;
+    }
+    int rc;
+    bool said = false;
+    while ((rc = fcntl(r->lock_fd, F_OFD_SETLKW, fl)) < 0 && errno == EINTR) {
+        if (armed && !said)
+            log_warn("registry: waiting for %s/%s, which another launch holds, or a process "
+                     "that has it open (fuser -v %s/%s names it)",
+                     r->sd->path, LOCK_NAME, r->sd->path, LOCK_NAME);
+        said = true;
+    }
+    int error = errno;
+    if (armed)
+        timer_delete(timer);
+    if (handled)
+        sigaction(SIGALRM, &old, NULL);
+    errno = error;
+    return rc;
+}
+
 bool registry_open(struct registry *r, const struct state_dir *sd, enum registry_mode mode,
                    struct err *e)
 {
@@ -770,10 +819,7 @@ bool registry_open(struct registry *r, const struct state_dir *sd, enum registry
     if (!r->readonly && fstat(r->lock_fd, &st) == 0 && (st.st_mode & 077))
         fchmod(r->lock_fd, 0600);
     struct flock whole = whole_file(r->readonly ? F_RDLCK : F_WRLCK);
-    int rc;
-    while ((rc = fcntl(r->lock_fd, F_OFD_SETLKW, &whole)) < 0 && errno == EINTR)
-        ;
-    if (rc < 0) {
+    if (lock_patiently(r, &whole) < 0) {
         err_set(e, "cannot lock %s/%s: %s", sd->path, LOCK_NAME, strerror(errno));
         close(r->lock_fd);
         r->lock_fd = -1;
