@@ -262,7 +262,7 @@ static void add_unreadable_children(const struct pid_list *unreadable, struct pi
 }
 
 void procs_holding(const struct file_id *files, size_t n, unsigned long long dev,
-                   const long *witness, struct pid_list *out)
+                   const long *witness, bool trust, struct pid_list *out)
 {
     memset(out, 0, n * sizeof(*out));
     DIR *proc = opendir("/proc");
@@ -320,7 +320,7 @@ void procs_holding(const struct file_id *files, size_t n, unsigned long long dev
     closedir(proc);
     mount_tables_free(&seen);
     for (size_t i = 0; i < n; i++)
-        if (witness[i] > 0)
+        if (witness[i] > 0 && (trust || listed(&unreadable, witness[i])))
             pid_list_add(&out[i], witness[i]);
     add_unreadable_children(&unreadable, out, n);
     pid_list_free(&unreadable);

@@ -36,14 +36,16 @@ unsigned long long procs_mount_dev(int fd);
  * lists it: procs_mount_dev()), the processes with an fd
  * open on it, found through /proc/PID/fd in one pass over /proc, and
  * witness[i] when it is above 0
- * (a pid known to hold it). out[] has n entries; free each with
+ * (a pid said to hold it): always with `trust`, else only when its fds
+ * cannot be read to tell (found holding it, it is a holder anyway).
+ * out[] has n entries; free each with
  * pid_list_free(). A process whose fds this one may not read (another
  * user's, or one with capabilities this one lacks, without CAP_SYS_PTRACE)
  * counts as a holder when its parent is one. Processes in pid namespaces
  * this one cannot see are not found.
  */
 void procs_holding(const struct file_id *files, size_t n, unsigned long long dev,
-                   const long *witness, struct pid_list *out);
+                   const long *witness, bool trust, struct pid_list *out);
 void pid_list_add(struct pid_list *l, long pid);
 void pid_list_free(struct pid_list *l);
 

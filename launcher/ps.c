@@ -103,7 +103,7 @@ static void gather(struct registry *r, struct ps_claim *out)
 {
     size_t n = r->nclaims;
     struct pid_list *holders = xcalloc(n ? n : 1, sizeof(*holders));
-    registry_holders(r, r->claims, n, holders);
+    registry_holders(r, r->claims, n, true, holders);
     for (size_t i = 0; i < n; i++) {
         const struct claim *c = &r->claims[i];
         struct ps_claim *pc = &out[i];

@@ -397,7 +397,7 @@ bool registry_pid_alive(const struct registry *r, const struct claim *c)
 }
 
 void registry_holders(const struct registry *r, const struct claim *claims, size_t n,
-                      struct pid_list *out)
+                      bool witness_too, struct pid_list *out)
 {
     struct file_id *ids = xcalloc(n ? n : 1, sizeof(*ids));
     long *witness = xcalloc(n ? n : 1, sizeof(*witness));
@@ -408,7 +408,7 @@ void registry_holders(const struct registry *r, const struct claim *claims, size
         witness[i] = pid_alive(r, &claims[i]) ? claims[i].pid : 0;
     }
     /* one pass over /proc for all of them */
-    procs_holding(ids, n, procs_mount_dev(r->sd->fd), witness, out);
+    procs_holding(ids, n, procs_mount_dev(r->sd->fd), witness, witness_too, out);
     free(ids);
     free(witness);
     for (size_t i = 0; i < n; i++) {

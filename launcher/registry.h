@@ -135,9 +135,13 @@ struct pid_list;
 /*
  * For each of n claims, the processes holding it: those with its claim
  * file open (one pass over /proc for all), and its pid when that is still
- * its witness; never this process. out[] has n entries to pid_list_free().
+ * its witness: with `witness` always, else only where its fds cannot be
+ * read to tell. The witness is the table's word, and whoever may write
+ * the table (a container's root sharing the directory) could name any
+ * process: what moves threads takes it only where nothing disproves it.
+ * Never this process. out[] has n entries to pid_list_free().
  */
-void registry_holders(const struct registry *r, const struct claim *claims, size_t n,
+void registry_holders(const struct registry *r, const struct claim *claims, size_t n, bool witness,
                       struct pid_list *out);
 
 void claim_free(struct claim *c);

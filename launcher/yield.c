@@ -77,7 +77,8 @@ int yield_take(struct yield *y, const struct plan *pl, struct registry *reg)
         for (int pass = 0; pass < SHRINK_PASSES && f == 0; pass++) {
             struct pid_list holders;
             size_t was = moved;
-            registry_holders(reg, k, 1, &holders);
+            /* the table's pid only where it cannot be told to hold no claim file */
+            registry_holders(reg, k, 1, false, &holders);
             seen = holders.n > seen ? holders.n : seen;
             for (size_t h = 0; h < holders.n; h++)
                 f += shrink_process(holders.v[h], i, s->gives, s->cpus, k->profile, y, &moved);
@@ -85,7 +86,13 @@ int yield_take(struct yield *y, const struct plan *pl, struct registry *reg)
             if (moved == was)
                 break;
         }
-        if (seen == 0) {
+        if (seen == 0 && registry_pid_alive(reg, k)) {
+            log_warn("%s: its process %ld holds no claim file (a daemon that closed its files, "
+                     "or a line not of tunerun's), and only a process holding one is moved, so "
+                     "it keeps CPUs %s too",
+                     k->profile, (long)k->pid, gives);
+            f++;
+        } else if (seen == 0) {
             log_warn("%s: none of its processes is visible from here (another pid namespace?), "
                      "so it keeps CPUs %s too",
                      k->profile, gives);
