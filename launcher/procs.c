@@ -91,29 +91,6 @@ static bool fd_info(long pid, long fd, int *mnt_id, unsigned long long *ino)
 }
 
 /*
- * The device of mount mnt_id as pid's mount namespace lists it: mount ids
- * differ between namespaces, the device does not. 0 when not found.
- */
-static unsigned long long mount_dev(long pid, int mnt_id)
-{
-    char path[64], *line = NULL;
-    size_t cap = 0;
-    unsigned long long dev = 0;
-    snprintf(path, sizeof(path), "/proc/%ld/mountinfo", pid);
-    FILE *f = fopen(path, "re");
-    while (f && dev == 0 && getline(&line, &cap, f) > 0) {
-        int id;
-        unsigned major, minor;
-        if (sscanf(line, "%d %*d %u:%u", &id, &major, &minor) == 3 && id == mnt_id)
-            dev = makedev(major, minor);
-    }
-    free(line);
-    if (f)
-        fclose(f);
-    return dev;
-}
-
-/*
  * Mount tables already read during one scan, one per mount namespace: a
  * process whose namespace holds tens of thousands of mounts (any user may
  * make one) is read once, not once per fd it holds, while the scan holds
@@ -162,6 +139,29 @@ static bool read_mounts(int dir, struct mount_table *t)
 }
 
 /*
+ * The device of mount mnt_id as its process's mount namespace lists it:
+ * mount ids differ between namespaces, the device does not. 0 when not
+ * found.
+ */
+static unsigned long long table_dev(const struct mount_table *t, int mnt_id)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->id[i] == mnt_id)
+            return t->dev[i];
+    return 0;
+}
+
+/* The same from the mounts of the process `dir` is /proc/PID of, read for this once. */
+static unsigned long long mount_dev(int dir, int mnt_id)
+{
+    struct mount_table t = {0};
+    unsigned long long dev = read_mounts(dir, &t) ? table_dev(&t, mnt_id) : 0;
+    free(t.id);
+    free(t.dev);
+    return dev;
+}
+
+/*
  * mount_dev() through the tables of a scan. /proc/PID is held open while
  * its namespace is named and its mounts read, so that a process that ends
  * meanwhile, and one that gets its pid after, can lend its table to no
@@ -176,8 +176,9 @@ static unsigned long long mount_dev_in(struct mount_tables *seen, long pid, int 
         return 0;
     ssize_t len = readlinkat(dir, "ns/mnt", ns, sizeof(ns) - 1);
     if (len <= 0) {
+        unsigned long long dev = mount_dev(dir, mnt_id); /* no namespace to know it by */
         close(dir);
-        return mount_dev(pid, mnt_id); /* no namespace to know it by: this once */
+        return dev;
     }
     ns[len] = '\0';
     struct mount_table *t = NULL;
@@ -187,9 +188,8 @@ static unsigned long long mount_dev_in(struct mount_tables *seen, long pid, int 
     if (t == NULL) {
         struct mount_table read = {0};
         snprintf(read.ns, sizeof(read.ns), "%s", ns);
-        ssize_t n = 0;
         if (!read_mounts(dir, &read) ||
-            (n = readlinkat(dir, "ns/mnt", again, sizeof(again) - 1)) != len ||
+            readlinkat(dir, "ns/mnt", again, sizeof(again) - 1) != len ||
             memcmp(again, ns, (size_t)len) != 0) {
             free(read.id);
             free(read.dev);
@@ -201,10 +201,7 @@ static unsigned long long mount_dev_in(struct mount_tables *seen, long pid, int 
         *t = read;
     }
     close(dir);
-    for (size_t i = 0; i < t->n; i++)
-        if (t->id[i] == mnt_id)
-            return t->dev[i];
-    return 0;
+    return table_dev(t, mnt_id);
 }
 
 static void mount_tables_free(struct mount_tables *seen)
@@ -220,8 +217,13 @@ unsigned long long procs_mount_dev(int fd)
 {
     int mnt_id;
     unsigned long long ino;
-    long self = (long)getpid();
-    return fd_info(self, fd, &mnt_id, &ino) ? mount_dev(self, mnt_id) : 0;
+    if (!fd_info((long)getpid(), fd, &mnt_id, &ino))
+        return 0;
+    int dir = open("/proc/self", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    unsigned long long dev = dir >= 0 ? mount_dev(dir, mnt_id) : 0;
+    if (dir >= 0)
+        close(dir);
+    return dev;
 }
 
 /* Field 4 of /proc/PID/stat, which anyone may read; 0 when gone. */
