@@ -900,13 +900,7 @@ static void choose_cpus(struct ctx *c)
     hwloc_bitmap_t whole = hwloc_bitmap_dup(pool); /* what splits a core is not ours */
     if (!p->placement.smt)
         drop_smt_siblings(t, pool);
-    unsigned have = (unsigned)hwloc_bitmap_weight(pool);
-
-    unsigned want = have;
-    if (p->placement.cpus == CPUS_COUNT)
-        want = p->placement.cpus_value;
-    else if (p->placement.cpus == CPUS_PERCENT)
-        want = (have * p->placement.cpus_value + 99) / 100;
+    unsigned have = (unsigned)hwloc_bitmap_weight(pool), want = wanted(c, pool);
     if (want == 0)
         want = 1;
     if (want > have) {
@@ -1726,25 +1720,26 @@ static void add_java_step(struct ctx *c, const char *base)
                 ram = c->cgroup->mem_limit;
             }
         }
-        /* a size of the profile's own beyond what a strict bind holds: the heap outgrows it */
-        uint64_t bound = pl->mpol == PLAN_MPOL_BIND && c->t->memory_known
-                             ? sum_mem(c->t, pl->mem_nodes, false)
-                             : 0;
         if (user_sets(base, "-XX:MaxRAM=")) {
             note(pl, NOTE_INFO, "java: JAVA_TOOL_OPTIONS already sets MaxRAM; kept");
-        } else if (p->java.max_ram == JAVA_VALUE && bound && ram > bound) {
-            char *list = bitmap_list(pl->mem_nodes);
-            note(pl, NOTE_WARN,
-                 "java.max_ram %.1f GiB is more than memory bind %s holds (%.1f GiB): the JVM "
-                 "sizes its heap from it, and a heap that outgrows the bind is killed (fix: a "
-                 "smaller java.max_ram, max_ram = auto, or memory = preferred)",
-                 gib(ram), list, gib(bound));
-            free(list);
-            APPEND("-XX:MaxRAM=%llum", (unsigned long long)(ram / MIB));
-        } else if (ram == 0)
+        } else if (ram == 0) {
             note(pl, NOTE_INFO, "java: node memory unknown, no MaxRAM");
-        else
+        } else {
+            /* a size of the profile's own beyond what a strict bind holds: the heap outgrows it */
+            uint64_t bound = pl->mpol == PLAN_MPOL_BIND && c->t->memory_known
+                                 ? sum_mem(c->t, pl->mem_nodes, false)
+                                 : 0;
+            if (p->java.max_ram == JAVA_VALUE && bound && ram > bound) {
+                char *list = bitmap_list(pl->mem_nodes);
+                note(pl, NOTE_WARN,
+                     "java.max_ram %.1f GiB is more than memory bind %s holds (%.1f GiB): the "
+                     "JVM sizes its heap from it, and a heap that outgrows the bind is killed "
+                     "(fix: a smaller java.max_ram, max_ram = auto, or memory = preferred)",
+                     gib(ram), list, gib(bound));
+                free(list);
+            }
             APPEND("-XX:MaxRAM=%llum", (unsigned long long)(ram / MIB));
+        }
     }
 #undef APPEND
     if (*opts == '\0') {

@@ -320,10 +320,11 @@ void report_topo_text(FILE *f, const struct topo *t)
     else
         fputc('\n', f);
     /* an export leaves out the CPUs outside the cpuset it was made in as it does offline ones */
-    if (!hwloc_bitmap_iszero(t->offline) && t->source == TOPO_HOST)
-        fprintf(f, "offline    %s\n", off ? off : "");
-    else if (!hwloc_bitmap_iszero(t->offline))
-        fprintf(f, "absent     %s: offline, or outside the cpuset the export was made in\n",
+    if (!hwloc_bitmap_iszero(t->offline))
+        fprintf(f,
+                t->source == TOPO_HOST
+                    ? "offline    %s\n"
+                    : "absent     %s: offline, or outside the cpuset the export was made in\n",
                 off ? off : "");
     free(aff);
     free(off);

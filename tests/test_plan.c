@@ -53,6 +53,14 @@ static struct topo load_topo(const char *spec)
     return t;
 }
 
+/* One of the machine exports in ../shared/topologies, by file name. */
+static struct topo shared_xml(const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", topologies_dir(), name);
+    return load_topo(path);
+}
+
 static struct plan make_plan(const struct profile *p, const struct topo *t, char *const *env)
 {
     struct plan pl;
@@ -235,9 +243,7 @@ static void test_synthetic_shapes_up_to_thousands_of_pus(void **state)
 static void test_mysql_on_two_socket_xeon(void **state)
 {
     (void)state;
-    char path[512];
-    snprintf(path, sizeof(path), "%s/32em64t-2n8c2t-pci-normalio.xml", topologies_dir());
-    struct topo t = load_topo(path);
+    struct topo t = shared_xml("32em64t-2n8c2t-pci-normalio.xml");
     struct profile p = load_profile("mysql", NULL);
     struct plan pl = make_plan(&p, &t, NULL);
     assert_int_equal(hwloc_bitmap_weight(pl.nodes), 1);
@@ -360,13 +366,6 @@ static void test_fastest_cores_first(void **state)
     plan_free(&pl);
     profile_free(&p);
     topo_free(&t);
-}
-
-static struct topo shared_xml(const char *name)
-{
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", topologies_dir(), name);
-    return load_topo(path);
 }
 
 /* A plan of one profile on one machine, and what it was made of: done() frees all three. */
@@ -534,9 +533,7 @@ static void test_cpus_of_no_allowed_node(void **state)
 {
     (void)state;
     /* CPUs 0-1 and 12-15 are allowed, their nodes 0, 6 and 7 are not */
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/16amd64-8n2c-cpusets.xml", topologies_dir());
-    struct topo t = load_topo(path);
+    struct topo t = shared_xml("16amd64-8n2c-cpusets.xml");
     struct profile nginx = load_profile("nginx", NULL), mysql = load_profile("mysql", NULL);
     struct plan pl = make_plan(&nginx, &t, NULL);
     assert_cpus(&pl, "0-3,5-6,12-15", "nginx, cpus = all");

@@ -399,16 +399,13 @@ static void test_cache_round_trip(void **state)
 {
     (void)state;
     char **files = topology_files();
-    const char *ours[] = {"tests/data/hybrid.xml",
-                          "tests/data/hybrid-2nodes.xml",
-                          "tests/data/hybrid-unranked.xml",
-                          "tests/data/cpuset-mismatch.xml",
-                          "synthetic:pack:2 numa:2 core:4 pu:2",
-                          NULL};
+    const char *ours[] = {"tests/data/hybrid.xml",          "tests/data/hybrid-2nodes.xml",
+                          "tests/data/hybrid-unranked.xml", "tests/data/cpuset-mismatch.xml",
+                          "tests/data/uneven-cores.xml",    "synthetic:pack:2 numa:2 core:4 pu:2"};
     size_t n = 0;
     while (files[n])
         n++;
-    for (size_t i = 0; i < n + 5; i++) {
+    for (size_t i = 0; i < n + sizeof(ours) / sizeof(ours[0]); i++) {
         const char *spec = i < n ? files[i] : ours[i - n];
         struct err e;
         char *text = topo_cache_text(spec, &e);
