@@ -11,6 +11,7 @@
 #include "doctor.h"
 #include "apply.h" /* apply_thp_bracketed(): the choice a sysfs file marks, "[madvise]" */
 #include "cgroup.h"
+#include "disk.h"
 #include "report.h"
 #include "util.h"
 
@@ -422,158 +423,22 @@ static void check_memory(struct doc *d)
 
 /* ---- io ------------------------------------------------------------------- */
 
-/*
- * The mount holding path, from mountinfo: the longest mount point that is a
- * prefix of it (on this host, the one whose device is `want`, when known).
- * Gives its device, mount point and source.
- */
-static bool mount_of(const struct doc *d, const char *path, bool by_dev, unsigned want_maj,
-                     unsigned want_min, unsigned *maj, unsigned *min, char *mnt, size_t mn,
-                     char *src, size_t sn)
-{
-    char full[4096];
-    snprintf(full, sizeof(full), "%s/proc/self/mountinfo",
-             strcmp(d->root, "/") == 0 ? "" : d->root);
-    FILE *f = fopen(full, "re");
-    char *line = NULL;
-    size_t cap = 0, best = 0;
-    bool found = false;
-    while (f && getline(&line, &cap, f) > 0) {
-        unsigned a, b;
-        char point[4096], source[4096] = "";
-        char *sep = strstr(line, " - ");
-        if (sscanf(line, "%*s %*s %u:%u %*s %4095s", &a, &b, point) != 3 || sep == NULL)
-            continue;
-        sscanf(sep + 3, "%*s %4095s", source);
-        mountinfo_unescape(point);
-        mountinfo_unescape(source);
-        size_t n = strlen(point);
-        bool under = strcmp(point, "/") == 0 ||
-                     (strncmp(path, point, n) == 0 && (path[n] == '/' || path[n] == '\0'));
-        if (!under || (by_dev && (a != want_maj || b != want_min)) || (found && n < best))
-            continue;
-        best = n;
-        *maj = a;
-        *min = b;
-        snprintf(mnt, mn, "%s", point);
-        snprintf(src, sn, "%s", source);
-        found = true;
-    }
-    free(line);
-    if (f)
-        fclose(f);
-    return found;
-}
-
-/*
- * The block device holding a directory. On this host: the directory's own
- * device (st_dev, after its symlinks), and for a filesystem with an
- * anonymous device (btrfs) the device its mount names. Under a fixture
- * root: the mount whose point is the longest prefix.
- */
-static bool device_of(struct doc *d, const char *path, unsigned *maj, unsigned *min, char *mnt,
-                      size_t mn)
-{
-    char src[4096];
-    if (strcmp(d->root, "/") != 0)
-        return mount_of(d, path, false, 0, 0, maj, min, mnt, mn, src, sizeof(src));
-    char *real = realpath(path, NULL);
-    struct stat st;
-    if (real == NULL || stat(real, &st) < 0) {
-        add(d, "io", "io.scheduler", SEV_INFO, fmt("%s: %s", path, strerror(errno)),
-            fmt("no disk to check: give --data-dir the service's data directory"), NULL, NULL);
-        free(real);
-        return false;
-    }
-    *maj = major(st.st_dev);
-    *min = minor(st.st_dev);
-    bool found = mount_of(d, real, true, *maj, *min, maj, min, mnt, mn, src, sizeof(src));
-    struct stat dev;
-    if (found && *maj == 0 && strncmp(src, "/dev/", 5) == 0 && stat(src, &dev) == 0 &&
-        S_ISBLK(dev.st_mode)) {
-        *maj = major(dev.st_rdev); /* btrfs: its st_dev is anonymous; its mount names the disk */
-        *min = minor(dev.st_rdev);
-    } else if (!found) {
-        *maj = major(st.st_dev);
-        *min = minor(st.st_dev);
-        snprintf(mnt, mn, "?");
-    }
-    free(real);
-    return true;
-}
-
-/*
- * The request queue behind a block device: a partition's parent, a
- * device-mapper or md device's first slave, down to a disk with a queue.
- */
-static bool real_queue(const struct doc *d, unsigned maj, unsigned min, char *disk, size_t n,
-                       unsigned *qmaj, unsigned *qmin)
-{
-    char path[512], buf[256];
-    snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/dev", maj, min);
-    if (!rd(d, path, buf, sizeof(buf)))
-        return false;
-    for (int depth = 0; depth < 8; depth++) {
-        /* a partition: its disk is the parent directory, named in ../dev */
-        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/partition", maj, min);
-        if (rd(d, path, buf, sizeof(buf))) {
-            snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../dev", maj, min);
-            if (!rd(d, path, buf, sizeof(buf)) || sscanf(buf, "%u:%u", &maj, &min) != 2)
-                return false;
-            continue;
-        }
-        /* device-mapper, md: its own queue schedules nothing; follow the first device under it */
-        char slaves[4096];
-        snprintf(slaves, sizeof(slaves), "%s/sys/dev/block/%u:%u/slaves",
-                 strcmp(d->root, "/") == 0 ? "" : d->root, maj, min);
-        DIR *s = opendir(slaves);
-        struct dirent *e;
-        bool next = false;
-        while (s && !next && (e = readdir(s)) != NULL) {
-            if (e->d_name[0] == '.')
-                continue;
-            snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/slaves/%s/dev", maj, min, e->d_name);
-            next = rd(d, path, buf, sizeof(buf)) && sscanf(buf, "%u:%u", &maj, &min) == 2;
-        }
-        if (s)
-            closedir(s);
-        if (next)
-            continue;
-        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/scheduler", maj, min);
-        if (!rd(d, path, buf, sizeof(buf)))
-            return false;
-        char uevent[4096], *name, full[4096];
-        snprintf(disk, n, "%u:%u", maj, min);
-        snprintf(full, sizeof(full), "%s/sys/dev/block/%u:%u/uevent",
-                 strcmp(d->root, "/") == 0 ? "" : d->root, maj, min);
-        FILE *f = fopen(full, "re");
-        while (f && fgets(uevent, sizeof(uevent), f))
-            if ((name = strstr(uevent, "DEVNAME=")) == uevent) {
-                uevent[strcspn(uevent, "\n")] = '\0';
-                snprintf(disk, n, "%.*s", (int)(n - 1), name + 8);
-            }
-        if (f)
-            fclose(f);
-        *qmaj = maj;
-        *qmin = min;
-        return true;
-    }
-    return false;
-}
-
 static void check_io(struct doc *d)
 {
     const char *dir = d->data_dir ? d->data_dir : "/";
     unsigned maj, min;
-    char mnt[4096], disk[4096], path[512], sched[256] = "", mode[64], rot[16];
-    if (!device_of(d, dir, &maj, &min, mnt, sizeof(mnt))) {
+    char mnt[4096], path[512], sched[256] = "", mode[64], rot[16];
+    if (!disk_of_path(d->root, dir, &maj, &min, mnt, sizeof(mnt))) {
         if (strcmp(d->root, "/") != 0)
             add(d, "io", "io.scheduler", SEV_INFO, fmt("no mount found for %s", dir), NULL, NULL,
                 NULL);
+        else
+            add(d, "io", "io.scheduler", SEV_INFO, fmt("%s: %s", dir, strerror(errno)),
+                fmt("no disk to check: give --data-dir the service's data directory"), NULL, NULL);
         return;
     }
-    unsigned qmaj, qmin;
-    if (!real_queue(d, maj, min, disk, sizeof(disk), &qmaj, &qmin)) {
+    struct disk leaf;
+    if (disk_leaves(d->root, maj, min, &leaf, 1) == 0) {
         add(d, "io", "io.scheduler", SEV_INFO,
             fmt("%s is on %s (device %u:%u), which has no block queue (tmpfs, overlay, NFS?)", dir,
                 mnt, maj, min),
@@ -581,12 +446,12 @@ static void check_io(struct doc *d)
         return;
     }
     char base[64];
-    snprintf(base, sizeof(base), "/sys/dev/block/%u:%u/queue", qmaj, qmin);
+    snprintf(base, sizeof(base), "/sys/dev/block/%u:%u/queue", leaf.maj, leaf.min);
     snprintf(path, sizeof(path), "%s/scheduler", base);
     rd(d, path, sched, sizeof(sched));
     snprintf(path, sizeof(path), "%s/rotational", base);
     /* virtio disks say rotational = 1 whatever backs them: a cloud disk is no spinning head */
-    bool virtio = strncmp(disk, "vd", 2) == 0 || strncmp(disk, "xvd", 3) == 0;
+    bool virtio = strncmp(leaf.name, "vd", 2) == 0 || strncmp(leaf.name, "xvd", 3) == 0;
     bool rotational = !virtio && rd(d, path, rot, sizeof(rot)) && strcmp(rot, "1") == 0;
     const char *s = apply_thp_bracketed(sched, mode, sizeof(mode));
     if (s == NULL)
@@ -594,10 +459,10 @@ static void check_io(struct doc *d)
     bool bad = !rotational && (strcmp(s, "cfq") == 0 || strcmp(s, "bfq") == 0);
     const char *better =
         offered(sched, (const char *const[]){"none", "mq-deadline", "noop", "deadline", NULL});
-    snprintf(d->disk, sizeof(d->disk), "%.63s", disk);
+    snprintf(d->disk, sizeof(d->disk), "%.63s", leaf.name);
     d->spinning = rotational;
     add(d, "io", "io.scheduler", bad ? SEV_WARN : SEV_OK,
-        fmt("%s is on %s (%s, %s): scheduler %s", dir, mnt, disk,
+        fmt("%s is on %s (%s, %s): scheduler %s", dir, mnt, leaf.name,
             virtio       ? "a virtual disk"
             : rotational ? "rotational"
                          : "SSD",
@@ -610,7 +475,7 @@ static void check_io(struct doc *d)
         bad ? fmt("ACTION==\"add|change\", SUBSYSTEM==\"block\", KERNEL==\"%s\", "
                   "ATTR{queue/rotational}==\"%s\", ATTR{queue/scheduler}=\"%s\" in "
                   "/etc/udev/rules.d/60-scheduler.rules",
-                  disk, virtio ? "1" : "0", better ?: "none")
+                  leaf.name, virtio ? "1" : "0", better ?: "none")
             : NULL);
 }
 

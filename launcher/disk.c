@@ -1,0 +1,211 @@
+/*
+ * disk.c - where a path's data lives: its mount, its block device, and the
+ * disks under that device with their NUMA nodes, from mountinfo and sysfs.
+ */
+#include "disk.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#define DISK_DEPTH 8 /* device-mapper over md over partitions is 3; a loop would be endless */
+
+static const char *prefix(const char *root)
+{
+    return strcmp(root, "/") == 0 ? "" : root;
+}
+
+static bool rd(const char *root, const char *path, char *buf, size_t n)
+{
+    char full[8192];
+    snprintf(full, sizeof(full), "%.4000s%.4000s", prefix(root), path);
+    return read_line_file(full, buf, n);
+}
+
+/*
+ * The mount holding path, from mountinfo: the longest mount point that is a
+ * prefix of it (on this host, the one whose device is `want`, when known).
+ * Gives its device, mount point and source.
+ */
+static bool mount_of(const char *root, const char *path, bool by_dev, unsigned want_maj,
+                     unsigned want_min, unsigned *maj, unsigned *min, char *mnt, size_t mn,
+                     char *src, size_t sn)
+{
+    char full[4096];
+    snprintf(full, sizeof(full), "%s/proc/self/mountinfo", prefix(root));
+    FILE *f = fopen(full, "re");
+    char *line = NULL;
+    size_t cap = 0, best = 0;
+    bool found = false;
+    while (f && getline(&line, &cap, f) > 0) {
+        unsigned a, b;
+        char point[4096], source[4096] = "";
+        char *sep = strstr(line, " - ");
+        if (sscanf(line, "%*s %*s %u:%u %*s %4095s", &a, &b, point) != 3 || sep == NULL)
+            continue;
+        sscanf(sep + 3, "%*s %4095s", source);
+        mountinfo_unescape(point);
+        mountinfo_unescape(source);
+        size_t n = strlen(point);
+        bool under = strcmp(point, "/") == 0 ||
+                     (strncmp(path, point, n) == 0 && (path[n] == '/' || path[n] == '\0'));
+        if (!under || (by_dev && (a != want_maj || b != want_min)) || (found && n < best))
+            continue;
+        best = n;
+        *maj = a;
+        *min = b;
+        snprintf(mnt, mn, "%s", point);
+        snprintf(src, sn, "%s", source);
+        found = true;
+    }
+    free(line);
+    if (f)
+        fclose(f);
+    return found;
+}
+
+bool disk_of_path(const char *root, const char *path, unsigned *maj, unsigned *min, char *mnt,
+                  size_t mn)
+{
+    char src[4096];
+    if (strcmp(root, "/") != 0) {
+        if (mount_of(root, path, false, 0, 0, maj, min, mnt, mn, src, sizeof(src)))
+            return true;
+        errno = ENOENT;
+        return false;
+    }
+    char *real = realpath(path, NULL);
+    struct stat st;
+    if (real == NULL || stat(real, &st) < 0) {
+        int saved = errno;
+        free(real);
+        errno = saved;
+        return false;
+    }
+    if (S_ISBLK(st.st_mode)) { /* a device node stands for itself */
+        *maj = major(st.st_rdev);
+        *min = minor(st.st_rdev);
+        snprintf(mnt, mn, "%s", real);
+        free(real);
+        return true;
+    }
+    *maj = major(st.st_dev);
+    *min = minor(st.st_dev);
+    bool found = mount_of(root, real, true, *maj, *min, maj, min, mnt, mn, src, sizeof(src));
+    struct stat dev;
+    if (found && *maj == 0 && strncmp(src, "/dev/", 5) == 0 && stat(src, &dev) == 0 &&
+        S_ISBLK(dev.st_mode)) {
+        *maj = major(dev.st_rdev); /* btrfs: its st_dev is anonymous; its mount names the disk */
+        *min = minor(dev.st_rdev);
+    } else if (!found) {
+        *maj = major(st.st_dev);
+        *min = minor(st.st_dev);
+        snprintf(mnt, mn, "?");
+    }
+    free(real);
+    return true;
+}
+
+/*
+ * The NUMA node of the device a block device hangs off: the first
+ * `numa_node` on the way up from its sysfs directory (the NVMe controller,
+ * the PCI function of a SATA or virtio one). -1 when none says one.
+ */
+static int node_of(const char *root, unsigned maj, unsigned min)
+{
+    char link[8192], buf[32];
+    snprintf(link, sizeof(link), "%s/sys/dev/block/%u:%u", prefix(root), maj, min);
+    char *dir = realpath(link, NULL);
+    if (dir == NULL)
+        return -1;
+    char top[4096];
+    snprintf(top, sizeof(top), "%s/sys/devices", prefix(root));
+    int node = -1;
+    for (char *slash; node < 0 && strncmp(dir, top, strlen(top)) == 0 &&
+                      (slash = strrchr(dir, '/')) != NULL && slash - dir > (ptrdiff_t)strlen(top);
+         *slash = '\0') {
+        char file[8192];
+        snprintf(file, sizeof(file), "%s/numa_node", dir);
+        char *end;
+        if (read_line_file(file, buf, sizeof(buf))) {
+            long v = strtol(buf, &end, 10);
+            if (end != buf && *end == '\0' && v >= 0 && (unsigned long)v <= BITMAP_MAX_INDEX)
+                node = (int)v;
+            else
+                break; /* -1: the device is known to have none */
+        }
+    }
+    free(dir);
+    return node;
+}
+
+static size_t leaves(const char *root, unsigned maj, unsigned min, int depth, struct disk *out,
+                     size_t max, size_t n)
+{
+    char path[512], buf[256];
+    snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/dev", maj, min);
+    if (depth > DISK_DEPTH || !rd(root, path, buf, sizeof(buf)))
+        return n;
+    /* a partition: its disk is the parent directory, named in ../dev */
+    snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/partition", maj, min);
+    if (rd(root, path, buf, sizeof(buf))) {
+        unsigned pmaj, pmin;
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../dev", maj, min);
+        if (!rd(root, path, buf, sizeof(buf)) || sscanf(buf, "%u:%u", &pmaj, &pmin) != 2)
+            return n;
+        return leaves(root, pmaj, pmin, depth + 1, out, max, n);
+    }
+    /* device-mapper, md: its own queue only passes requests on; the devices under it hold them */
+    char slaves[4096];
+    snprintf(slaves, sizeof(slaves), "%s/sys/dev/block/%u:%u/slaves", prefix(root), maj, min);
+    DIR *s = opendir(slaves);
+    struct dirent *e;
+    bool stacked = false;
+    while (s && (e = readdir(s)) != NULL) {
+        unsigned smaj, smin;
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/slaves/%.200s/dev", maj, min, e->d_name);
+        if (rd(root, path, buf, sizeof(buf)) && sscanf(buf, "%u:%u", &smaj, &smin) == 2) {
+            stacked = true;
+            n = leaves(root, smaj, smin, depth + 1, out, max, n);
+        }
+    }
+    if (s)
+        closedir(s);
+    if (stacked)
+        return n;
+    snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/scheduler", maj, min);
+    if (!rd(root, path, buf, sizeof(buf)))
+        return n;
+    for (size_t k = 0; k < n && k < max; k++)
+        if (out[k].maj == maj && out[k].min == min)
+            return n; /* two partitions of one disk under one md */
+    if (n < max) {
+        struct disk *d = &out[n];
+        *d = (struct disk){maj, min, "", node_of(root, maj, min)};
+        snprintf(d->name, sizeof(d->name), "%u:%u", maj, min);
+        char uevent[4096], full[4096];
+        snprintf(full, sizeof(full), "%s/sys/dev/block/%u:%u/uevent", prefix(root), maj, min);
+        FILE *f = fopen(full, "re");
+        while (f && fgets(uevent, sizeof(uevent), f))
+            if (strncmp(uevent, "DEVNAME=", 8) == 0) {
+                uevent[strcspn(uevent, "\n")] = '\0';
+                snprintf(d->name, sizeof(d->name), "%.63s", uevent + 8);
+            }
+        if (f)
+            fclose(f);
+    }
+    return n + 1;
+}
+
+size_t disk_leaves(const char *root, unsigned maj, unsigned min, struct disk *out, size_t max)
+{
+    return leaves(root, maj, min, 0, out, max, 0);
+}

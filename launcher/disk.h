@@ -1,0 +1,45 @@
+/*
+ * disk.h - where a path's data lives: the mount and block device holding
+ * it, and the disks under that device with the NUMA node each hangs off.
+ *
+ * doctor reads it for the IO scheduler of a service's data. hwloc reports
+ * block devices only with its PCI and Linux I/O discovery on, which costs
+ * a walk of all of sysfs's PCI tree and which tunerun keeps off
+ * (DESIGN.md); the kernel's own answer is a few sysfs files, read here.
+ *
+ * Every file is read under `root` ("/" on this host), so that doctor's
+ * fixture trees shaped like another host's /proc and /sys work the same.
+ */
+#ifndef TUNERUN_DISK_H
+#define TUNERUN_DISK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * The block device holding path, and its mount point. On this host: the
+ * path's own device (st_dev, after its symbolic links), and for a
+ * filesystem with an anonymous device (btrfs) the device its mount names;
+ * mnt is "?" when mountinfo has no line for it. Under a fixture root: the
+ * mount whose point is the longest prefix of path. False, with errno set,
+ * when there is none (the path cannot be resolved, or no mount holds it).
+ */
+bool disk_of_path(const char *root, const char *path, unsigned *maj, unsigned *min, char *mnt,
+                  size_t mn);
+
+struct disk {
+    unsigned maj, min;
+    char name[64]; /* the kernel's name (nvme0n1, sda, vda), else "maj:min" */
+    int node;      /* the NUMA node of the device it hangs off; -1: none said */
+};
+
+/*
+ * The disks under block device maj:min, the ones with a request queue of
+ * their own: a partition's whole disk; every device under a device-mapper
+ * or md device, in sysfs's order, through at most 8 layers. Fills at most
+ * max, returns how many there are (0: nothing with a queue, such as the
+ * anonymous devices of tmpfs, overlay or NFS).
+ */
+size_t disk_leaves(const char *root, unsigned maj, unsigned min, struct disk *out, size_t max);
+
+#endif
