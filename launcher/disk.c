@@ -209,3 +209,50 @@ size_t disk_leaves(const char *root, unsigned maj, unsigned min, struct disk *ou
 {
     return leaves(root, maj, min, 0, out, max, 0);
 }
+
+#define NEAR_DISKS 16
+
+void disk_nodes(const char *path, hwloc_bitmap_t nodes, char **what)
+{
+    hwloc_bitmap_zero(nodes);
+    unsigned maj, min;
+    char mnt[4096];
+    if (!disk_of_path("/", path, &maj, &min, mnt, sizeof(mnt))) {
+        *what = xasprintf("%s: %s", path, strerror(errno));
+        return;
+    }
+    struct disk d[NEAR_DISKS];
+    size_t n = disk_leaves("/", maj, min, d, NEAR_DISKS);
+    if (n == 0) {
+        *what = xasprintf("%s is on %s (device %u:%u), which is no disk of this machine (tmpfs, "
+                          "overlay, NFS?)",
+                          path, mnt, maj, min);
+        return;
+    }
+    size_t shown = n < NEAR_DISKS ? n : NEAR_DISKS;
+    for (size_t k = 0; k < shown; k++)
+        if (d[k].node >= 0)
+            hwloc_bitmap_set(nodes, (unsigned)d[k].node);
+    bool some = !hwloc_bitmap_iszero(nodes);
+    char *list = xstrdup("");
+    for (size_t k = 0; k < shown; k++) {
+        char node[32] = "";
+        if (some && d[k].node >= 0)
+            snprintf(node, sizeof(node), " (node %d)", d[k].node);
+        else if (some)
+            snprintf(node, sizeof(node), " (no node)");
+        char *more = xasprintf("%s%s%s%s", list, k ? ", " : "", d[k].name, node);
+        free(list);
+        list = more;
+    }
+    if (n > shown) {
+        char *more = xasprintf("%s and %zu more", list, n - shown);
+        free(list);
+        list = more;
+    }
+    if (!some)
+        *what = xasprintf("%s is on %s, and sysfs gives no NUMA node for it", path, list);
+    else
+        *what = xasprintf("%s is on %s", path, list);
+    free(list);
+}

@@ -2,9 +2,11 @@
  * disk.h - where a path's data lives: the mount and block device holding
  * it, and the disks under that device with the NUMA node each hangs off.
  *
- * doctor reads it for the IO scheduler of a service's data. hwloc reports
- * block devices only with its PCI and Linux I/O discovery on, which costs
- * a walk of all of sysfs's PCI tree and which tunerun keeps off
+ * doctor reads it for the IO scheduler of a service's data, and a launch
+ * for the profile's `near`: a service that fears IO latency runs on the
+ * node its disk's controller is attached to. hwloc reports block devices
+ * only with its PCI and Linux I/O discovery on, which costs a walk of all
+ * of sysfs's PCI tree at every launch and which tunerun keeps off
  * (DESIGN.md); the kernel's own answer is a few sysfs files, read here.
  *
  * Every file is read under `root` ("/" on this host), so that doctor's
@@ -13,6 +15,7 @@
 #ifndef TUNERUN_DISK_H
 #define TUNERUN_DISK_H
 
+#include <hwloc/bitmap.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -41,5 +44,13 @@ struct disk {
  * anonymous devices of tmpfs, overlay or NFS).
  */
 size_t disk_leaves(const char *root, unsigned maj, unsigned min, struct disk *out, size_t max);
+
+/*
+ * `near`: the NUMA nodes of the disks under path on this host, into nodes
+ * (left empty when none is known), and one clause for the plan that says
+ * what was found, or why nothing was ("/srv is on nvme0n1, attached to
+ * node 1"); the caller frees it.
+ */
+void disk_nodes(const char *path, hwloc_bitmap_t nodes, char **what);
 
 #endif

@@ -27,6 +27,7 @@
 
 #include "apply.h"
 #include "cgroup.h"
+#include "disk.h"
 #include "doctor.h"
 #include "log.h"
 #include "plan.h"
@@ -532,7 +533,8 @@ static bool depends(const struct claim *k, void *arg)
 
 static bool build_plan(struct plan *pl, struct profile *p, struct topo *t,
                        const struct state_dir *sd, struct registry *reg, const char *key,
-                       const struct cgroup *cg, const struct privs *pv)
+                       const struct cgroup *cg, const struct privs *pv,
+                       const struct plan_near *near)
 {
     struct err e;
     struct depends d = {p, key};
@@ -541,7 +543,8 @@ static bool build_plan(struct plan *pl, struct profile *p, struct topo *t,
     if (reg->pruned)
         log_info("registry: removed %zu claim%s of services that are gone", reg->pruned,
                  reg->pruned == 1 ? "" : "s");
-    struct plan_input in = {p, t, environ, sd->fd >= 0, reg->claims, reg->nclaims, NULL, cg, pv};
+    struct plan_input in = {p,    t,  environ, sd->fd >= 0, reg->claims, reg->nclaims,
+                            NULL, cg, pv,      near};
     if (sd->fd >= 0 && key)
         in.previous = registry_previous(reg, key);
     if (!plan_build(pl, &in, &e)) {
@@ -657,7 +660,8 @@ static void abandon(const struct state_dir *sd, struct registry *reg, struct yie
 }
 
 static int run(const struct options *o, struct profile *p, struct topo *t,
-               const struct state_dir *sd, const struct cgroup *cg, const struct privs *pv)
+               const struct state_dir *sd, const struct cgroup *cg, const struct privs *pv,
+               const struct plan_near *near)
 {
     struct plan pl;
     struct registry reg;
@@ -680,7 +684,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         registry_disown(sd);
     if (!open_registry(sd, &reg, REGISTRY_WRITE))
         return EXIT_TUNERUN;
-    if (!build_plan(&pl, p, t, sd, &reg, key, cg, pv)) {
+    if (!build_plan(&pl, p, t, sd, &reg, key, cg, pv, near)) {
         registry_close(&reg);
         return EXIT_TUNERUN;
     }
@@ -755,7 +759,8 @@ out:
 }
 
 static int show_plan(const struct options *o, struct profile *p, struct topo *t,
-                     const struct state_dir *sd, const struct cgroup *cg, const struct privs *pv)
+                     const struct state_dir *sd, const struct cgroup *cg, const struct privs *pv,
+                     const struct plan_near *near)
 {
     struct plan pl;
     struct registry reg;
@@ -765,7 +770,7 @@ static int show_plan(const struct options *o, struct profile *p, struct topo *t,
     /* shared and read-only: a plan prunes nothing and writes no claim */
     if (!open_registry(sd, &reg, REGISTRY_READ))
         return EXIT_TUNERUN;
-    bool built = build_plan(&pl, p, t, sd, &reg, o->command ? key : NULL, cg, pv);
+    bool built = build_plan(&pl, p, t, sd, &reg, o->command ? key : NULL, cg, pv, near);
     registry_close(&reg);
     if (!built)
         return EXIT_TUNERUN;
@@ -985,10 +990,19 @@ int main(int argc, char **argv)
     cgroup_detect(&cg, o.verb == VERB_PLAN || p.java.max_ram == JAVA_AUTO ||
                            p.java.active_processor_count == JAVA_AUTO);
     const struct cgroup *here = o.topology ? NULL : &cg; /* another machine's is unknown */
+    /* looked up before the registry is locked: a path on a stalled NFS mount holds one launch */
+    struct plan_near near = {NULL, NULL};
+    bool near_here = p.placement.near && !o.topology;
+    if (near_here) {
+        near.nodes = hwloc_bitmap_alloc();
+        disk_nodes(p.placement.near, near.nodes, &near.what);
+    }
     if (o.verb == VERB_PLAN)
-        status = show_plan(&o, &p, &t, &sd, here, wanted ? &pv : NULL);
+        status = show_plan(&o, &p, &t, &sd, here, wanted ? &pv : NULL, near_here ? &near : NULL);
     else
-        status = run(&o, &p, &t, &sd, here, wanted ? &pv : NULL);
+        status = run(&o, &p, &t, &sd, here, wanted ? &pv : NULL, near_here ? &near : NULL);
+    hwloc_bitmap_free(near.nodes);
+    free(near.what);
     cgroup_free(&cg);
     privs_free(&pv);
     topo_free(&t);

@@ -147,6 +147,8 @@ struct ctx {
     size_t nclaims;
     const struct claim *prev; /* the placement this launch had before, when free now */
     const struct cgroup *cgroup;
+    unsigned *near;        /* per node index: its distance to the nearest of `near`'s disks */
+    const char *near_path; /* the profile's near, when near is known */
 };
 
 /* The node a node's memory comes from: itself, or the nearest with memory. */
@@ -187,13 +189,23 @@ static uint64_t free_eighths(const struct ctx *c, size_t i)
 }
 
 /* What decides between two nodes, in cmp_rank()'s order. */
-enum rank_by { BY_APART, BY_PREVIOUS, BY_OWN_MEMORY, BY_FREE, BY_CLAIMED, BY_FREE_EXACT, BY_INDEX };
+enum rank_by {
+    BY_APART,
+    BY_OWN_MEMORY,
+    BY_NEAR,
+    BY_PREVIOUS,
+    BY_FREE,
+    BY_CLAIMED,
+    BY_FREE_EXACT,
+    BY_INDEX
+};
 
 /*
- * Best first: no running service it avoids (or that avoids it), where it
- * ran before a restart, memory of its own (a memoryless node's pages are
- * all remote), most free memory in eighths, fewest CPUs claimed by running
- * services, then the most free memory exactly and the lowest os index.
+ * Best first: no running service it avoids (or that avoids it), memory of
+ * its own (a memoryless node's pages are all remote), nearest the disks of
+ * its `near`, where it ran before a restart, most free memory in eighths,
+ * fewest CPUs claimed by running services, then the most free memory
+ * exactly and the lowest os index.
  * Returns what decided; *order is -1 when x comes first, else 1.
  */
 static enum rank_by rank_by(const struct ctx *c, size_t x, size_t y, int *order)
@@ -205,6 +217,14 @@ static enum rank_by rank_by(const struct ctx *c, size_t x, size_t y, int *order)
         *order = ax ? 1 : -1;
         return BY_APART;
     }
+    if (t->nodes[x].has_memory != t->nodes[y].has_memory) {
+        *order = t->nodes[x].has_memory ? -1 : 1;
+        return BY_OWN_MEMORY;
+    }
+    if (c->near && c->near[x] != c->near[y]) {
+        *order = c->near[x] < c->near[y] ? -1 : 1;
+        return BY_NEAR;
+    }
     if (c->prev) {
         bool px = hwloc_bitmap_isset(c->prev->nodes, t->nodes[x].os_index),
              py = hwloc_bitmap_isset(c->prev->nodes, t->nodes[y].os_index);
@@ -212,10 +232,6 @@ static enum rank_by rank_by(const struct ctx *c, size_t x, size_t y, int *order)
             *order = px ? -1 : 1;
             return BY_PREVIOUS;
         }
-    }
-    if (t->nodes[x].has_memory != t->nodes[y].has_memory) {
-        *order = t->nodes[x].has_memory ? -1 : 1;
-        return BY_OWN_MEMORY;
     }
     uint64_t fx = free_for(t, x), fy = free_for(t, y);
     if (free_eighths(c, x) != free_eighths(c, y)) {
@@ -394,6 +410,61 @@ static void note_previous(struct ctx *c, const struct claim *prev)
 }
 
 /*
+ * `near`: a service that fears IO latency runs on the node its disk hangs
+ * off, where the controller's interrupts and DMA land. Each node gets its
+ * distance to the nearest of the disks' nodes, and nodes rank by it right
+ * after keeping apart from other services: a disk on a node without usable
+ * CPUs (CPU-less, or outside the cpuset) makes the nearest one best.
+ */
+static void note_near(struct ctx *c, const struct plan_input *in)
+{
+    const struct topo *t = c->t;
+    const char *path = c->p->placement.near;
+    if (path == NULL)
+        return;
+    if (in->near == NULL) {
+        note(c->pl, NOTE_INFO, "near %s: not looked up, the topology is not this machine's", path);
+        return;
+    }
+    hwloc_bitmap_t gone = hwloc_bitmap_alloc();
+    unsigned *dist = xcalloc(t->nnodes ? t->nnodes : 1, sizeof(unsigned));
+    bool known = false;
+    unsigned id;
+    hwloc_bitmap_foreach_begin(id, in->near->nodes)
+    {
+        int k = topo_node_index(t, id);
+        if (k < 0) {
+            hwloc_bitmap_set(gone, id);
+            continue;
+        }
+        for (size_t i = 0; i < t->nnodes; i++) {
+            unsigned d = topo_distance(t, i, (size_t)k);
+            dist[i] = known && dist[i] < d ? dist[i] : d;
+        }
+        known = true;
+    }
+    hwloc_bitmap_foreach_end();
+    char *list = bitmap_list(gone);
+    if (!known && hwloc_bitmap_iszero(in->near->nodes)) {
+        note(c->pl, NOTE_INFO, "near: %s; nodes are chosen as without it", in->near->what);
+    } else if (!known) {
+        note(c->pl, NOTE_INFO,
+             "near: %s, which is not among the allowed nodes here; nodes are chosen as without it",
+             in->near->what);
+    } else {
+        note(c->pl, NOTE_INFO, "near: %s%s%s%s", in->near->what,
+             hwloc_bitmap_iszero(gone) ? "" : " (not among the allowed nodes here: ",
+             hwloc_bitmap_iszero(gone) ? "" : list, hwloc_bitmap_iszero(gone) ? "" : ")");
+        c->near = dist;
+        c->near_path = path;
+    }
+    if (c->near == NULL)
+        free(dist);
+    free(list);
+    hwloc_bitmap_free(gone);
+}
+
+/*
  * The cores of claim k among `take` that it keeps when it yields: its last
  * core there (of the slowest kind, on a hybrid machine), when it would
  * otherwise be left with no CPU at all.
@@ -549,6 +620,14 @@ static void note_node_choice(struct ctx *c, size_t n)
     switch (by) {
     case BY_APART:
         note(c->pl, NOTE_INFO, "node %u: no service it keeps apart from runs there", id);
+        break;
+    case BY_NEAR:
+        if (c->near[n] == topo_distance(t, n, n))
+            note(c->pl, NOTE_INFO, "node %u: the disk under %s hangs off it", id, c->near_path);
+        else
+            note(c->pl, NOTE_INFO,
+                 "node %u: the nearest with usable CPUs to the disk under %s (distance %u)", id,
+                 c->near_path, c->near[n]);
         break;
     case BY_PREVIOUS:
         note(c->pl, NOTE_INFO, "node %u: where this service ran before it was restarted", id);
@@ -1827,6 +1906,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     }
     note_claims(&c, in);
     note_previous(&c, in->previous);
+    note_near(&c, in);
     c.node_cand = xrealloc(NULL, (t->nnodes ? t->nnodes : 1) * sizeof(hwloc_bitmap_t));
     for (size_t i = 0; i < t->nnodes; i++) {
         c.node_cand[i] = hwloc_bitmap_alloc();
@@ -1855,6 +1935,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     free(c.node_cand);
     free(c.rank);
     free(c.claimed_on);
+    free(c.near);
     free(c.conflict);
     free(c.yields);
     hwloc_bitmap_free(c.cand);

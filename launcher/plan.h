@@ -106,6 +106,12 @@ struct plan {
     const struct privs *privs;   /* who it runs as (plan_input's; borrowed), NULL: unchanged */
 };
 
+/* The profile's `near` looked up on this machine (disk_nodes()). */
+struct plan_near {
+    hwloc_bitmap_t nodes; /* os indexes of the nodes its disks hang off; empty: none known */
+    char *what;           /* what was found, or why nothing was */
+};
+
 struct plan_input {
     const struct profile *profile;
     const struct topo *topo;
@@ -116,6 +122,7 @@ struct plan_input {
     const struct claim *previous; /* where this launch ran when it last ended, or NULL */
     const struct cgroup *cgroup;  /* where this process stands; NULL for another machine */
     const struct privs *privs;    /* [security] resolved on this machine; NULL: unchanged */
+    const struct plan_near *near; /* NULL: not looked up (another machine's topology) */
 };
 
 /*

@@ -773,6 +773,23 @@ static bool set_avoid(struct profile *p, const char *v, struct origin at, const 
     return ok;
 }
 
+/*
+ * A path on the disk the service does its IO on (its data directory, or a
+ * block device): absolute, since it is looked up at each launch from
+ * wherever tunerun runs; empty undoes what an include set.
+ */
+static bool set_near(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    if (*v != '\0' && *v != '/') {
+        *why = why_buf("'%.60s' is not an absolute path", v);
+        return false;
+    }
+    free(p->placement.near);
+    p->placement.near = *v ? xstrdup(v) : NULL;
+    p->placement.near_at = at;
+    return true;
+}
+
 static bool set_enum(int *dst, const char *v, const char *const *names, const char *list,
                      const char **why)
 {
@@ -1067,6 +1084,7 @@ static const struct key_def {
     {"placement", "avoid", set_avoid},
     {"placement", "memory", set_memory},
     {"placement", "memory_size", set_memory_size},
+    {"placement", "near", set_near},
     {"memory", "thp", set_thp},
     {"memory", "malloc_arena_max", set_arena},
     {"memory", "oom_score_adj", set_oom},
@@ -1523,6 +1541,7 @@ void profile_free(struct profile *p)
     for (size_t i = 0; i < p->placement.navoid; i++)
         free(p->placement.avoid[i]);
     free(p->placement.avoid);
+    free(p->placement.near);
     for (size_t i = 0; i < p->nenv; i++) {
         free(p->env[i].name);
         free(p->env[i].value);

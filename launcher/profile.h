@@ -66,6 +66,8 @@ struct profile {
         size_t navoid;
         enum mem_mode memory;
         uint64_t memory_size; /* 0: unknown */
+        char *near;           /* a path on the disk it does its IO on; NULL: none */
+        struct origin near_at;
     } placement;
 
     struct {

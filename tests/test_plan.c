@@ -65,7 +65,7 @@ static struct plan make_plan(const struct profile *p, const struct topo *t, char
 {
     struct plan pl;
     struct err e;
-    struct plan_input in = {p, t, env, false, NULL, 0, NULL, NULL, NULL};
+    struct plan_input in = {p, t, env, false, NULL, 0, NULL, NULL, NULL, NULL};
     if (!plan_build(&pl, &in, &e))
         fail_msg("%s", e.msg);
     return pl;
@@ -292,7 +292,7 @@ static void test_inherited_affinity_is_never_widened(void **state)
     struct profile p = load_profile("mysql", NULL);
     struct plan pl;
     struct err e;
-    struct plan_input in = {&p, &t, NULL, false, NULL, 0, NULL, NULL, NULL};
+    struct plan_input in = {&p, &t, NULL, false, NULL, 0, NULL, NULL, NULL, NULL};
     assert_false(plan_build(&pl, &in, &e));
     assert_non_null(strstr(e.msg, "inherited affinity"));
     profile_free(&p);
@@ -754,7 +754,7 @@ static void test_derived_environment(void **state)
         struct cgroup cg = {
             .mode = CG_UNIFIED, .v2 = true, .owner = CG_OWN_HOST, .mem_limit = 512ULL << 20};
         struct profile java = load_profile("java", NULL);
-        struct plan_input in = {&java, &t, NULL, false, NULL, 0, NULL, &cg, NULL};
+        struct plan_input in = {&java, &t, NULL, false, NULL, 0, NULL, &cg, NULL, NULL};
         struct err e;
         struct plan capped;
         assert_true(plan_build(&capped, &in, &e));
@@ -942,7 +942,7 @@ static struct plan plan_with(const struct profile *p, const struct topo *t, stru
 {
     struct plan pl;
     struct err e;
-    struct plan_input in = {p, t, NULL, true, k, n, NULL, NULL, NULL};
+    struct plan_input in = {p, t, NULL, true, k, n, NULL, NULL, NULL, NULL};
     if (!plan_build(&pl, &in, &e))
         fail_msg("%s", e.msg);
     return pl;
@@ -985,7 +985,7 @@ static void test_reasons_fit_any_profile(void **state)
     for (size_t i = 0; i < sizeof(shipped) / sizeof(shipped[0]); i++)
         for (size_t k = 0; k < 2; k++) {
             struct profile p = load_profile(shipped[i], NULL);
-            struct plan_input in = {&p, &t, NULL, false, NULL, 0, NULL, cgs[k], NULL};
+            struct plan_input in = {&p, &t, NULL, false, NULL, 0, NULL, cgs[k], NULL, NULL};
             assert_true(plan_build(&pl, &in, &e));
             assert_no_service_words(&pl, shipped[i]);
             plan_free(&pl);
@@ -996,7 +996,7 @@ static void test_reasons_fit_any_profile(void **state)
     struct profile p = profile_text("[placement]\nmemory = bind\n[memory]\nthp = never\n"
                                     "oom_score_adj = 0\nswappiness = 10\n[limits]\n"
                                     "nofile = 4096\n");
-    struct plan_input in = {&p, &t, NULL, false, NULL, 0, NULL, &v1, NULL};
+    struct plan_input in = {&p, &t, NULL, false, NULL, 0, NULL, &v1, NULL, NULL};
     assert_true(plan_build(&pl, &in, &e));
     assert_no_service_words(&pl, "test.ini");
     const struct plan_step *s = find_step(&pl, STEP_RLIMIT);
@@ -1027,7 +1027,7 @@ static void test_swap_policy(void **state)
     struct plan pl;
 
     /* v1: memory.swappiness, the last step, as it is the last applied (apply_cgroup_step) */
-    struct plan_input in = {&mysql, &t, NULL, false, NULL, 0, NULL, &v1, NULL};
+    struct plan_input in = {&mysql, &t, NULL, false, NULL, 0, NULL, &v1, NULL, NULL};
     assert_true(plan_build(&pl, &in, &e));
     const struct plan_step *last = &pl.steps[pl.nsteps - 1];
     assert_int_equal(last->type, STEP_CGROUP);
@@ -1133,7 +1133,7 @@ static void test_pool_keeps_a_slow_core(void **state)
     const char *four[] = {"placement.cpus=4", NULL};
     struct profile p4 = load_profile("mysql", four);
     struct claim prev = live("mysql", "0-3", "0", false, NULL);
-    struct plan_input in = {&p4, &t, NULL, true, NULL, 0, &prev, NULL, NULL};
+    struct plan_input in = {&p4, &t, NULL, true, NULL, 0, &prev, NULL, NULL, NULL};
     struct err e;
     assert_true(plan_build(&pl, &in, &e));
     assert_cpus(&pl, "0-3", "restart");
@@ -1193,7 +1193,7 @@ static void test_no_node_placement(void **state)
 
     /* it ran on CPU 1 before, on no node: CPU 1 again */
     struct claim prev = live("mysql", "1", "", false, NULL);
-    struct plan_input in = {&mysql, &t, NULL, true, NULL, 0, &prev, NULL, NULL};
+    struct plan_input in = {&mysql, &t, NULL, true, NULL, 0, &prev, NULL, NULL, NULL};
     struct err e;
     assert_true(plan_build(&pl, &in, &e));
     assert_cpus(&pl, "1", "restart on no node");
@@ -1259,8 +1259,6 @@ static void test_claims(void **state)
     t.nodes[0].mem_free += 8192;
     k = live("redis", "0-3", "0", false, NULL);
     pl = plan_with(&java, &t, &k, 1);
-    for (size_t i = 0; i < pl.nnotes; i++)
-        fprintf(stderr, "NOTE %s\n", pl.notes[i].text);
     assert_int_equal(hwloc_bitmap_first(pl.nodes), 1);
     assert_true(has_note(&pl, "about as much free memory as node 0"));
     plan_free(&pl);
@@ -1423,7 +1421,7 @@ static void test_claims(void **state)
 
     /* a restart gets its previous node back when it is free ... */
     struct claim prev = live("mysql", "4-7", "1", false, "nginx");
-    struct plan_input in = {&mysql, &t, NULL, true, NULL, 0, &prev, NULL, NULL};
+    struct plan_input in = {&mysql, &t, NULL, true, NULL, 0, &prev, NULL, NULL, NULL};
     struct err e;
     assert_true(plan_build(&pl, &in, &e));
     cpus = bitmap_list(pl.cpus);
@@ -1444,6 +1442,93 @@ static void test_claims(void **state)
     topo_free(&t);
     profile_free(&mysql);
     profile_free(&nginx);
+}
+
+/* A plan of p on t where `near` found its disks on `nodes` ("none": on no known node). */
+static struct plan plan_near(const struct profile *p, const struct topo *t, struct claim *k,
+                             size_t n, const char *nodes)
+{
+    struct plan pl;
+    struct err e;
+    struct plan_near near = {hwloc_bitmap_alloc(), NULL};
+    hwloc_bitmap_list_sscanf(near.nodes, strcmp(nodes, "none") == 0 ? "" : nodes);
+    near.what = xasprintf("/srv is on nvme0n1 (node %s)", nodes);
+    struct plan_input in = {p, t, NULL, k != NULL, k, n, NULL, NULL, NULL, &near};
+    if (!plan_build(&pl, &in, &e))
+        fail_msg("%s", e.msg);
+    hwloc_bitmap_free(near.nodes);
+    free(near.what);
+    return pl;
+}
+
+/* `near`: the node its disk hangs off, else the nearest with CPUs, after keeping apart. */
+static void test_near_its_disk(void **state)
+{
+    (void)state;
+    struct topo t = odd_machine();  /* CPUs on 0, 1 and 3; 1 has no memory, 2 no CPUs */
+    t.nodes[3].mem_free = 20 * GIB; /* without near: node 3, the most free memory */
+    const char *const srv[] = {"placement.near=/srv", NULL};
+    struct profile mysql = load_profile("mysql", srv);
+    struct plan pl = plan_near(&mysql, &t, NULL, 0, "none");
+    assert_int_equal(hwloc_bitmap_first(pl.nodes), 3);
+    assert_true(has_note(&pl, "near: /srv is on nvme0n1 (node none); nodes are chosen as "
+                              "without it"));
+    plan_free(&pl);
+
+    static const struct {
+        const char *disks; /* the nodes `near` found its disks on */
+        unsigned node;     /* where mysql goes */
+        const char *note;
+    } cases[] = {
+        /* the disk's own node, over more free memory elsewhere */
+        {"0", 0, "node 0: the disk under /srv hangs off it"},
+        /* on the CPU-less node 2: the nearest node with CPUs, by distance (0: 25, 3: 30) */
+        {"2", 0, "node 0: the nearest with usable CPUs to the disk under /srv (distance 25)"},
+        /* on the memoryless node 1: the nearest with memory of its own (3, at 12) */
+        {"1", 3, "node 3: the nearest with usable CPUs to the disk under /srv (distance 12)"},
+        /* disks on two nodes: either is as near */
+        {"0,3", 3, "node 3: most free memory"},
+        /* a node the topology does not show (outside the cpuset) is said, and decides nothing */
+        {"7", 3, "which is not among the allowed nodes here; nodes are chosen as without it"},
+        {"0,7", 0, "(not among the allowed nodes here: 7)"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        pl = plan_near(&mysql, &t, NULL, 0, cases[i].disks);
+        if (hwloc_bitmap_first(pl.nodes) != (int)cases[i].node ||
+            hwloc_bitmap_weight(pl.nodes) != 1 || !has_note(&pl, cases[i].note))
+            fail_msg("near disks on %s: nodes %d.., want %u and a note '%s'", cases[i].disks,
+                     hwloc_bitmap_first(pl.nodes), cases[i].node, cases[i].note);
+        check_invariants(&mysql, &t, &pl, cases[i].disks);
+        plan_free(&pl);
+    }
+
+    /*
+     * keeping apart comes first: nginx on the disk's node sends mysql elsewhere; and memory of
+     * its own before nearness: node 3 (40 away), not the memoryless node 1 (30 away)
+     */
+    struct claim k = live("nginx", "0-3", "0", false, "mysql");
+    pl = plan_near(&mysql, &t, &k, 1, "0");
+    assert_int_equal(hwloc_bitmap_first(pl.nodes), 3);
+    assert_true(has_note(&pl, "node 3: memory of its own (node 1 has none"));
+    assert_false(hwloc_bitmap_intersects(pl.cpus, k.cpus));
+    plan_free(&pl);
+    claim_free(&k);
+
+    /* another machine's topology: the disks of this one say nothing of it */
+    pl = make_plan(&mysql, &t, NULL);
+    assert_int_equal(hwloc_bitmap_first(pl.nodes), 3);
+    assert_true(has_note(&pl, "near /srv: not looked up, the topology is not this machine's"));
+    plan_free(&pl);
+    profile_free(&mysql);
+
+    /* without near in the profile, what was found is not even said */
+    mysql = load_profile("mysql", (const char *const[]){"placement.near=", NULL});
+    pl = plan_near(&mysql, &t, NULL, 0, "0");
+    assert_int_equal(hwloc_bitmap_first(pl.nodes), 3);
+    assert_false(has_note(&pl, "near"));
+    plan_free(&pl);
+    profile_free(&mysql);
+    topo_free(&t);
 }
 
 int main(void)
@@ -1471,6 +1556,7 @@ int main(void)
         cmocka_unit_test(test_one_is_singular),
         cmocka_unit_test(test_pool_keeps_a_slow_core),
         cmocka_unit_test(test_no_node_placement),
+        cmocka_unit_test(test_near_its_disk),
     };
     return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
 }

@@ -109,6 +109,7 @@ static void test_mysql_values(void **state)
     assert_int_equal(p.limits[RLIMIT_NOFILE].soft, 65535);
     assert_int_equal(p.placement.navoid, 1);
     assert_string_equal(p.placement.avoid[0], "nginx");
+    assert_string_equal(p.placement.near, "/var/lib/mysql");
     profile_free(&p);
 
     assert_true(profile_load(&p, "profiles/nginx.ini", NULL, &e));
@@ -180,6 +181,11 @@ static void test_errors_name_file_and_line(void **state)
 
     m = load_error("[java]\nmax_ram = 100K\n");
     assert_non_null(strstr(m, "bad.ini:2: java.max_ram: '100K' is not auto, off or a size"));
+
+    m = load_error("[placement]\nnear = var/lib/mysql\n");
+    assert_non_null(
+        strstr(m, "bad.ini:2: placement.near: 'var/lib/mysql' is not an absolute path"));
+    assert_string_equal(load_error("[placement]\nnear = /srv/db\nnear =\n"), "");
 
     m = load_error("[placement]\ncpus = 150%\n");
     assert_non_null(strstr(m, "bad.ini:2: placement.cpus"));

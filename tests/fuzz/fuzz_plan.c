@@ -147,6 +147,8 @@ static char *make_profile_text(struct bytes *b)
         fprintf(f, "memory_size = %s\n", pick(b, sizes, 5));
     if (take(b, 2))
         fprintf(f, "avoid = %s, %s\n", pick(b, names, 5), pick(b, names, 5));
+    if (take(b, 2))
+        fprintf(f, "near = /srv\n");
     fprintf(f, "[memory]\nthp = %s\nmalloc_arena_max = %s\n", pick(b, thp, 3), pick(b, arena, 4));
     if (take(b, 2))
         fprintf(f, "swappiness = %u\n", take(b, 101));
@@ -304,6 +306,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cg.dir = strdup("/sys/fs/cgroup/fz");
     cg.path = strdup("/fz");
     char *env[] = {"PATH=/bin", "JAVA_TOOL_OPTIONS=-Xss1m", NULL};
+    /* near's disks: on any nodes, some of them not in the topology, or on none */
+    struct plan_near near = {hwloc_bitmap_alloc(), strdup("/srv is on nvme0n1")};
+    for (unsigned k = take(&b, 3); k > 0; k--)
+        hwloc_bitmap_set(near.nodes, take(&b, 10));
     struct plan_input in = {&p,
                             &t,
                             take(&b, 2) ? env : NULL,
@@ -312,7 +318,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                             nclaims,
                             nclaims && take(&b, 2) ? &claims[0] : NULL,
                             take(&b, 2) ? &cg : NULL,
-                            NULL};
+                            NULL,
+                            take(&b, 4) ? &near : NULL};
     struct plan pl;
     if (plan_build(&pl, &in, &e)) {
         checked_profile = &p;
@@ -325,6 +332,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         claim_free(&claims[i]);
     free(claims);
     cgroup_free(&cg);
+    hwloc_bitmap_free(near.nodes);
+    free(near.what);
     profile_free(&p);
     free(text);
     topo_free(&t);
