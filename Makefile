@@ -51,7 +51,7 @@ LIB_SRC  = launcher/util.c launcher/parse.c launcher/log.c launcher/profile.c la
 LIB_OBJ  = $(LIB_SRC:.c=.o)
 HDRS     = $(filter-out launcher/config.h,$(wildcard launcher/*.h))
 
-UNIT_TESTS = tests/test_parse tests/test_profile tests/test_topo tests/test_plan
+UNIT_TESTS = tests/test_parse tests/test_profile tests/test_topo tests/test_plan tests/test_disk
 
 .PHONY: all deps test-deps demo test unit host-test test-vm sanitize fuzz bench install uninstall clean format FORCE
 

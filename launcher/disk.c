@@ -113,26 +113,23 @@ bool disk_of_path(const char *root, const char *path, unsigned *maj, unsigned *m
 }
 
 /*
- * The NUMA node of the device a block device hangs off: the first
- * `numa_node` on the way up from its sysfs directory (the NVMe controller,
- * the PCI function of a SATA or virtio one). -1 when none says one.
+ * The NUMA node of the device a sysfs directory belongs to: the first
+ * `numa_node` on the way up (the NVMe controller, the PCI function of a
+ * SATA or virtio one); -1 when none says one.
  */
-static int node_of(const char *root, unsigned maj, unsigned min)
+static int node_up(const char *root, const char *path)
 {
-    char link[8192], buf[32];
-    snprintf(link, sizeof(link), "%s/sys/dev/block/%u:%u", prefix(root), maj, min);
-    char *dir = realpath(link, NULL);
+    char *dir = realpath(path, NULL), top[4096], buf[32];
     if (dir == NULL)
         return -1;
-    char top[4096];
-    snprintf(top, sizeof(top), "%s/sys/devices", prefix(root));
+    snprintf(top, sizeof(top), "%s/sys/devices/", prefix(root));
+    size_t n = strlen(top);
     int node = -1;
-    for (char *slash; node < 0 && strncmp(dir, top, strlen(top)) == 0 &&
-                      (slash = strrchr(dir, '/')) != NULL && slash - dir > (ptrdiff_t)strlen(top);
+    for (char *slash; node < 0 && strncmp(dir, top, n) == 0 &&
+                      (slash = strrchr(dir, '/')) != NULL && (size_t)(slash - dir) >= n;
          *slash = '\0') {
-        char file[8192];
+        char file[8192], *end;
         snprintf(file, sizeof(file), "%s/numa_node", dir);
-        char *end;
         if (read_line_file(file, buf, sizeof(buf))) {
             long v = strtol(buf, &end, 10);
             if (end != buf && *end == '\0' && v >= 0 && (unsigned long)v <= BITMAP_MAX_INDEX)
@@ -145,21 +142,69 @@ static int node_of(const char *root, unsigned maj, unsigned min)
     return node;
 }
 
-static size_t leaves(const char *root, unsigned maj, unsigned min, int depth, struct disk *out,
-                     size_t max, size_t n)
+/*
+ * The nodes a disk's IO goes through. Most disks hang off one device. A
+ * namespace of an NVMe subsystem that Linux drives with native multipath
+ * (nvme_core.multipath, the default) is a virtual disk under the
+ * subsystem, nvmeSnN; its paths nvmeScCnN go through the controllers
+ * nvmeC, and the kernel sends each IO down the path nearest the CPU that
+ * submits it (iopolicy numa), so every controller's node is as near.
+ */
+static void disk_nodes_of(const char *root, unsigned maj, unsigned min, hwloc_bitmap_t nodes)
+{
+    char link[8192];
+    snprintf(link, sizeof(link), "%s/sys/dev/block/%u:%u", prefix(root), maj, min);
+    char *dir = realpath(link, NULL);
+    char *head = dir ? strrchr(dir, '/') : NULL;
+    unsigned sub, ns;
+    int end = 0;
+    if (head && strstr(dir, "/nvme-subsystem/") &&
+        sscanf(head + 1, "nvme%un%u%n", &sub, &ns, &end) == 2 && head[1 + end] == '\0') {
+        *head = '\0'; /* the subsystem's directory: a link per controller */
+        DIR *s = opendir(dir);
+        struct dirent *e;
+        while (s && (e = readdir(s)) != NULL) {
+            unsigned ctrl;
+            int len = 0;
+            char path[8192];
+            struct stat st;
+            if (sscanf(e->d_name, "nvme%u%n", &ctrl, &len) != 1 || e->d_name[len] != '\0')
+                continue;
+            snprintf(path, sizeof(path), "%s/%s/nvme%uc%un%u", dir, e->d_name, sub, ctrl, ns);
+            if (stat(path, &st) != 0)
+                continue; /* a controller of the subsystem with no path to this namespace */
+            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+            int node = node_up(root, path);
+            if (node >= 0)
+                hwloc_bitmap_set(nodes, (unsigned)node);
+        }
+        if (s)
+            closedir(s);
+    } else {
+        int node = node_up(root, link);
+        if (node >= 0)
+            hwloc_bitmap_set(nodes, (unsigned)node);
+    }
+    free(dir);
+}
+
+#define DISK_MAX 64 /* disks under one device-mapper or md device that are told apart */
+
+static void leaves(const char *root, unsigned maj, unsigned min, int depth, struct disk **out,
+                   size_t *n)
 {
     char path[512], buf[256];
     snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/dev", maj, min);
-    if (depth > DISK_DEPTH || !rd(root, path, buf, sizeof(buf)))
-        return n;
+    if (depth > DISK_DEPTH || *n >= DISK_MAX || !rd(root, path, buf, sizeof(buf)))
+        return;
     /* a partition: its disk is the parent directory, named in ../dev */
     snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/partition", maj, min);
     if (rd(root, path, buf, sizeof(buf))) {
         unsigned pmaj, pmin;
         snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../dev", maj, min);
-        if (!rd(root, path, buf, sizeof(buf)) || sscanf(buf, "%u:%u", &pmaj, &pmin) != 2)
-            return n;
-        return leaves(root, pmaj, pmin, depth + 1, out, max, n);
+        if (rd(root, path, buf, sizeof(buf)) && sscanf(buf, "%u:%u", &pmaj, &pmin) == 2)
+            leaves(root, pmaj, pmin, depth + 1, out, n);
+        return;
     }
     /* device-mapper, md: its own queue only passes requests on; the devices under it hold them */
     char slaves[4096];
@@ -174,43 +219,50 @@ static size_t leaves(const char *root, unsigned maj, unsigned min, int depth, st
         snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/slaves/%.200s/dev", maj, min, e->d_name);
         if (rd(root, path, buf, sizeof(buf)) && sscanf(buf, "%u:%u", &smaj, &smin) == 2) {
             stacked = true;
-            n = leaves(root, smaj, smin, depth + 1, out, max, n);
+            leaves(root, smaj, smin, depth + 1, out, n);
         }
     }
     if (s)
         closedir(s);
     if (stacked)
-        return n;
+        return;
     snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/scheduler", maj, min);
     if (!rd(root, path, buf, sizeof(buf)))
-        return n;
-    for (size_t k = 0; k < n && k < max; k++)
-        if (out[k].maj == maj && out[k].min == min)
-            return n; /* two partitions of one disk under one md */
-    if (n < max) {
-        struct disk *d = &out[n];
-        *d = (struct disk){maj, min, "", node_of(root, maj, min)};
-        snprintf(d->name, sizeof(d->name), "%u:%u", maj, min);
-        char uevent[4096], full[4096];
-        snprintf(full, sizeof(full), "%s/sys/dev/block/%u:%u/uevent", prefix(root), maj, min);
-        FILE *f = fopen(full, "re");
-        while (f && fgets(uevent, sizeof(uevent), f))
-            if (strncmp(uevent, "DEVNAME=", 8) == 0) {
-                uevent[strcspn(uevent, "\n")] = '\0';
-                snprintf(d->name, sizeof(d->name), "%.63s", uevent + 8);
-            }
-        if (f)
-            fclose(f);
-    }
-    return n + 1;
+        return;
+    for (size_t k = 0; k < *n; k++)
+        if ((*out)[k].maj == maj && (*out)[k].min == min)
+            return; /* two partitions of one disk under one md */
+    *out = xrealloc(*out, (*n + 1) * sizeof(**out));
+    struct disk *d = &(*out)[(*n)++];
+    *d = (struct disk){maj, min, "", hwloc_bitmap_alloc()};
+    disk_nodes_of(root, maj, min, d->nodes);
+    snprintf(d->name, sizeof(d->name), "%u:%u", maj, min);
+    char uevent[4096], full[4096];
+    snprintf(full, sizeof(full), "%s/sys/dev/block/%u:%u/uevent", prefix(root), maj, min);
+    FILE *f = fopen(full, "re");
+    while (f && fgets(uevent, sizeof(uevent), f))
+        if (strncmp(uevent, "DEVNAME=", 8) == 0) {
+            uevent[strcspn(uevent, "\n")] = '\0';
+            snprintf(d->name, sizeof(d->name), "%.63s", uevent + 8);
+        }
+    if (f)
+        fclose(f);
 }
 
-size_t disk_leaves(const char *root, unsigned maj, unsigned min, struct disk *out, size_t max)
+struct disk *disk_leaves(const char *root, unsigned maj, unsigned min, size_t *n)
 {
-    return leaves(root, maj, min, 0, out, max, 0);
+    struct disk *out = NULL;
+    *n = 0;
+    leaves(root, maj, min, 0, &out, n);
+    return out;
 }
 
-#define NEAR_DISKS 16
+void disk_free(struct disk *d, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        hwloc_bitmap_free(d[k].nodes);
+    free(d);
+}
 
 void disk_nodes(const char *path, hwloc_bitmap_t nodes, char **what)
 {
@@ -221,32 +273,28 @@ void disk_nodes(const char *path, hwloc_bitmap_t nodes, char **what)
         *what = xasprintf("%s: %s", path, strerror(errno));
         return;
     }
-    struct disk d[NEAR_DISKS];
-    size_t n = disk_leaves("/", maj, min, d, NEAR_DISKS);
+    size_t n;
+    struct disk *d = disk_leaves("/", maj, min, &n);
     if (n == 0) {
         *what = xasprintf("%s is on %s (device %u:%u), which is no disk of this machine (tmpfs, "
                           "overlay, NFS?)",
                           path, mnt, maj, min);
         return;
     }
-    size_t shown = n < NEAR_DISKS ? n : NEAR_DISKS;
-    for (size_t k = 0; k < shown; k++)
-        if (d[k].node >= 0)
-            hwloc_bitmap_set(nodes, (unsigned)d[k].node);
+    for (size_t k = 0; k < n; k++)
+        hwloc_bitmap_or(nodes, nodes, d[k].nodes);
     bool some = !hwloc_bitmap_iszero(nodes);
     char *list = xstrdup("");
-    for (size_t k = 0; k < shown; k++) {
-        char node[32] = "";
-        if (some && d[k].node >= 0)
-            snprintf(node, sizeof(node), " (node %d)", d[k].node);
-        else if (some)
-            snprintf(node, sizeof(node), " (no node)");
-        char *more = xasprintf("%s%s%s%s", list, k ? ", " : "", d[k].name, node);
-        free(list);
-        list = more;
-    }
-    if (n > shown) {
-        char *more = xasprintf("%s and %zu more", list, n - shown);
+    for (size_t k = 0; k < n; k++) {
+        int w = hwloc_bitmap_weight(d[k].nodes);
+        char *at = bitmap_list(d[k].nodes);
+        char *more = xasprintf("%s%s%s%s%s%s", list, k ? ", " : "", d[k].name,
+                               !some    ? ""
+                               : w == 0 ? " (no node"
+                               : w == 1 ? " (node "
+                                        : " (nodes ",
+                               some && w > 0 ? at : "", some ? ")" : "");
+        free(at);
         free(list);
         list = more;
     }
@@ -255,4 +303,5 @@ void disk_nodes(const char *path, hwloc_bitmap_t nodes, char **what)
     else
         *what = xasprintf("%s is on %s", path, list);
     free(list);
+    disk_free(d, n);
 }

@@ -32,18 +32,19 @@ bool disk_of_path(const char *root, const char *path, unsigned *maj, unsigned *m
 
 struct disk {
     unsigned maj, min;
-    char name[64]; /* the kernel's name (nvme0n1, sda, vda), else "maj:min" */
-    int node;      /* the NUMA node of the device it hangs off; -1: none said */
+    char name[64];        /* the kernel's name (nvme0n1, sda, vda), else "maj:min" */
+    hwloc_bitmap_t nodes; /* the NUMA nodes its IO goes through (see disk.c); empty: none said */
 };
 
 /*
  * The disks under block device maj:min, the ones with a request queue of
  * their own: a partition's whole disk; every device under a device-mapper
- * or md device, in sysfs's order, through at most 8 layers. Fills at most
- * max, returns how many there are (0: nothing with a queue, such as the
- * anonymous devices of tmpfs, overlay or NFS).
+ * or md device, in sysfs's order, through at most 8 layers. Sets *n to
+ * how many (0: nothing with a queue, such as the anonymous devices of
+ * tmpfs, overlay or NFS); free them with disk_free().
  */
-size_t disk_leaves(const char *root, unsigned maj, unsigned min, struct disk *out, size_t max);
+struct disk *disk_leaves(const char *root, unsigned maj, unsigned min, size_t *n);
+void disk_free(struct disk *d, size_t n);
 
 /*
  * `near`: the NUMA nodes of the disks under path on this host, into nodes

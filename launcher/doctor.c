@@ -437,14 +437,16 @@ static void check_io(struct doc *d)
                 fmt("no disk to check: give --data-dir the service's data directory"), NULL, NULL);
         return;
     }
-    struct disk leaf;
-    if (disk_leaves(d->root, maj, min, &leaf, 1) == 0) {
+    size_t nleaves;
+    struct disk *leaves = disk_leaves(d->root, maj, min, &nleaves);
+    if (nleaves == 0) {
         add(d, "io", "io.scheduler", SEV_INFO,
             fmt("%s is on %s (device %u:%u), which has no block queue (tmpfs, overlay, NFS?)", dir,
                 mnt, maj, min),
             NULL, NULL, NULL);
         return;
     }
+    const struct disk leaf = leaves[0]; /* the first under a stacked device stands for all */
     char base[64];
     snprintf(base, sizeof(base), "/sys/dev/block/%u:%u/queue", leaf.maj, leaf.min);
     snprintf(path, sizeof(path), "%s/scheduler", base);
@@ -477,6 +479,7 @@ static void check_io(struct doc *d)
                   "/etc/udev/rules.d/60-scheduler.rules",
                   leaf.name, virtio ? "1" : "0", better ?: "none")
             : NULL);
+    disk_free(leaves, nleaves);
 }
 
 /* ---- files and connections ----------------------------------------------- */

@@ -1,0 +1,216 @@
+/*
+ * test_disk.c - the disks under a block device, and the nodes they hang
+ * off, read from a sysfs tree made here in the kernel's shape: NVMe
+ * partitions, md over disks on two nodes, LVM over md, a SATA disk whose
+ * PCI function has no node, a namespace reached through two controllers
+ * (native NVMe multipath), and a device-mapper loop.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "disk.h"
+#include "util.h"
+
+static char root[64];
+
+static void mkdirs(const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof(buf), "%s", path);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                fail_msg("mkdir %s: %s", buf, strerror(errno));
+            *p = '/';
+        }
+    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+        fail_msg("mkdir %s: %s", buf, strerror(errno));
+}
+
+/* Write `text` to root/rel, making its directories. */
+static void put(const char *rel, const char *text)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s%s", root, rel);
+    *strrchr(path, '/') = '\0';
+    mkdirs(path);
+    path[strlen(path)] = '/';
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        fail_msg("%s: %s", path, strerror(errno));
+    fprintf(f, "%s\n", text);
+    fclose(f);
+}
+
+/* A link root/rel -> target, as sysfs's are (relative). */
+static void link_to(const char *rel, const char *target)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s%s", root, rel);
+    *strrchr(path, '/') = '\0';
+    mkdirs(path);
+    path[strlen(path)] = '/';
+    if (symlink(target, path) < 0)
+        fail_msg("symlink %s: %s", path, strerror(errno));
+}
+
+/* A block device: its directory under /sys/devices, and /sys/dev/block/MAJ:MIN to it. */
+static void block(const char *dir, const char *devno, const char *name, bool queue)
+{
+    char rel[4096], text[256];
+    snprintf(rel, sizeof(rel), "/sys/devices/%s/dev", dir);
+    put(rel, devno);
+    snprintf(rel, sizeof(rel), "/sys/devices/%s/uevent", dir);
+    snprintf(text, sizeof(text), "MAJOR=0\nDEVNAME=%s\nDEVTYPE=disk", name);
+    put(rel, text);
+    if (queue) {
+        snprintf(rel, sizeof(rel), "/sys/devices/%s/queue/scheduler", dir);
+        put(rel, "[none] mq-deadline");
+    }
+    snprintf(rel, sizeof(rel), "/sys/dev/block/%s", devno);
+    snprintf(text, sizeof(text), "../../devices/%s", dir);
+    link_to(rel, text);
+}
+
+#define NVME0  "pci0000:00/0000:00:01.0/nvme/nvme0"
+#define NVME1  "pci0000:80/0000:80:01.0/nvme/nvme1"
+#define SUBSYS "virtual/nvme-subsystem/nvme-subsys2"
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(root, sizeof(root), "/tmp/tunerun-disk.XXXXXX");
+    if (mkdtemp(root) == NULL)
+        fail_msg("mkdtemp: %s", strerror(errno));
+    /* two NVMe disks, on nodes 1 and 0; the first partitioned */
+    put("/sys/devices/pci0000:00/0000:00:01.0/numa_node", "1");
+    put("/sys/devices/" NVME0 "/numa_node", "1");
+    block(NVME0 "/nvme0n1", "259:0", "nvme0n1", true);
+    block(NVME0 "/nvme0n1/nvme0n1p1", "259:1", "nvme0n1p1", false);
+    put("/sys/devices/" NVME0 "/nvme0n1/nvme0n1p1/partition", "1");
+    put("/sys/devices/pci0000:80/0000:80:01.0/numa_node", "0");
+    put("/sys/devices/" NVME1 "/numa_node", "0");
+    block(NVME1 "/nvme1n1", "259:2", "nvme1n1", true);
+    /* md0 over the partition and the second disk; LVM over md0 */
+    block("virtual/block/md0", "9:0", "md0", true);
+    link_to("/sys/devices/virtual/block/md0/slaves/nvme0n1p1",
+            "../../../../" NVME0 "/nvme0n1/nvme0n1p1");
+    link_to("/sys/devices/virtual/block/md0/slaves/nvme1n1", "../../../../" NVME1 "/nvme1n1");
+    block("virtual/block/dm-0", "253:0", "dm-0", true);
+    link_to("/sys/devices/virtual/block/dm-0/slaves/md0", "../../md0");
+    /* a SATA disk whose PCI function has no node (-1), as on a one-node firmware */
+    put("/sys/devices/pci0000:00/0000:00:1f.2/numa_node", "-1");
+    block("pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0/block/sda", "8:0", "sda", true);
+    /* a namespace reached through controllers nvme3 (node 1) and nvme4 (node 0); nvme5 (node 7)
+     * belongs to the subsystem but has no path to it */
+    static const char *const ctrls[][3] = {{"nvme3", "pci0000:00/0000:00:02.0", "1"},
+                                           {"nvme4", "pci0000:80/0000:80:02.0", "0"},
+                                           {"nvme5", "pci0000:c0/0000:c0:02.0", "7"}};
+    for (size_t i = 0; i < 3; i++) {
+        char rel[512], target[512];
+        snprintf(rel, sizeof(rel), "/sys/devices/%s/nvme/%s/numa_node", ctrls[i][1], ctrls[i][0]);
+        put(rel, ctrls[i][2]);
+        if (i < 2) {
+            snprintf(rel, sizeof(rel), "/sys/devices/%s/nvme/%s/nvme2c%zun1/dev", ctrls[i][1],
+                     ctrls[i][0], i + 3);
+            put(rel, i ? "259:7" : "259:6");
+        }
+        snprintf(rel, sizeof(rel), "/sys/devices/" SUBSYS "/%s", ctrls[i][0]);
+        snprintf(target, sizeof(target), "../../../%s/nvme/%s", ctrls[i][1], ctrls[i][0]);
+        link_to(rel, target);
+    }
+    block(SUBSYS "/nvme2n1", "259:5", "nvme2n1", true);
+    /* device-mapper devices stacked on each other in a loop: no sysfs has it, no walk hangs */
+    block("virtual/block/dm-1", "253:1", "dm-1", true);
+    block("virtual/block/dm-2", "253:2", "dm-2", true);
+    link_to("/sys/devices/virtual/block/dm-1/slaves/dm-2", "../../dm-2");
+    link_to("/sys/devices/virtual/block/dm-2/slaves/dm-1", "../../dm-1");
+    /* mounts, for disk_of_path() under a root */
+    put("/proc/self/mountinfo", "25 1 259:1 / / rw - ext4 /dev/nvme0n1p1 rw\n"
+                                "30 25 253:0 / /var/lib/mysql rw - xfs /dev/mapper/vg-db rw\n"
+                                "31 25 0:27 / /dev/shm rw - tmpfs tmpfs rw");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* "nvme0n1:1 nvme1n1:0": each disk with its nodes, as the walk found them. */
+static char *leaves_of(unsigned maj, unsigned min)
+{
+    size_t n;
+    struct disk *d = disk_leaves(root, maj, min, &n);
+    char *out = xstrdup("");
+    for (size_t k = 0; k < n; k++) {
+        char *nodes = bitmap_list(d[k].nodes);
+        char *more = xasprintf("%s%s%s:%s", out, k ? " " : "", d[k].name, nodes);
+        free(nodes);
+        free(out);
+        out = more;
+    }
+    disk_free(d, n);
+    return out;
+}
+
+static void test_leaves(void **state)
+{
+    (void)state;
+    static const struct {
+        unsigned maj, min;
+        const char *want;
+    } cases[] = {
+        {259, 0, "nvme0n1:1"},           /* a disk */
+        {259, 1, "nvme0n1:1"},           /* a partition: its disk */
+        {9, 0, "nvme0n1:1 nvme1n1:0"},   /* md: every member, on its own node */
+        {253, 0, "nvme0n1:1 nvme1n1:0"}, /* LVM over md */
+        {8, 0, "sda:none"},              /* numa_node -1 */
+        {259, 5, "nvme2n1:0-1"},         /* multipath: the controllers with a path */
+        {253, 1, ""},                    /* a loop of stacked devices ends */
+        {0, 27, ""},                     /* tmpfs: no disk */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *got = leaves_of(cases[i].maj, cases[i].min);
+        if (strcmp(got, cases[i].want) != 0)
+            fail_msg("%u:%u: '%s', not '%s'", cases[i].maj, cases[i].min, got, cases[i].want);
+        free(got);
+    }
+}
+
+static void test_of_path_under_a_root(void **state)
+{
+    (void)state;
+    unsigned maj, min;
+    char mnt[256];
+    assert_true(disk_of_path(root, "/var/lib/mysql/ibdata1", &maj, &min, mnt, sizeof(mnt)));
+    assert_int_equal(maj, 253);
+    assert_int_equal(min, 0);
+    assert_string_equal(mnt, "/var/lib/mysql");
+    /* a sibling whose name only starts the same is on / */
+    assert_true(disk_of_path(root, "/var/lib/mysql-files", &maj, &min, mnt, sizeof(mnt)));
+    assert_int_equal(min, 1);
+    assert_string_equal(mnt, "/");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_leaves),
+        cmocka_unit_test(test_of_path_under_a_root),
+    };
+    return cmocka_run_group_tests_name("disk", tests, setup, teardown);
+}
