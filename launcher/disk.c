@@ -13,19 +13,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #define DISK_DEPTH 8 /* device-mapper over md over partitions is 3; a loop would be endless */
 
 static const char *prefix(const char *root)
 {
     return strcmp(root, "/") == 0 ? "" : root;
-}
-
-static bool rd(const char *root, const char *path, char *buf, size_t n)
-{
-    char full[8192];
-    snprintf(full, sizeof(full), "%.4000s%.4000s", prefix(root), path);
-    return read_line_file(full, buf, n);
 }
 
 /*
@@ -73,31 +67,33 @@ static bool mount_of(const char *root, const char *path, bool by_dev, unsigned w
 bool disk_of_path(const char *root, const char *path, unsigned *maj, unsigned *min, char *mnt,
                   size_t mn)
 {
-    char src[4096];
+    char src[4096], here[4096];
+    if (mnt == NULL) {
+        mnt = here;
+        mn = sizeof(here);
+    }
     if (strcmp(root, "/") != 0) {
         if (mount_of(root, path, false, 0, 0, maj, min, mnt, mn, src, sizeof(src)))
             return true;
         errno = ENOENT;
         return false;
     }
-    char *real = realpath(path, NULL);
     struct stat st;
-    if (real == NULL || stat(real, &st) < 0) {
-        int saved = errno;
-        free(real);
-        errno = saved;
+    if (stat(path, &st) < 0)
         return false;
-    }
     if (S_ISBLK(st.st_mode)) { /* a device node stands for itself */
         *maj = major(st.st_rdev);
         *min = minor(st.st_rdev);
-        snprintf(mnt, mn, "%s", real);
-        free(real);
+        snprintf(mnt, mn, "%s", path);
         return true;
     }
     *maj = major(st.st_dev);
     *min = minor(st.st_dev);
-    bool found = mount_of(root, real, true, *maj, *min, maj, min, mnt, mn, src, sizeof(src));
+    if (mnt == here && *maj != 0)
+        return true; /* a disk's own device, and no mount asked for: mountinfo says no more */
+    char *real = realpath(path, NULL);
+    bool found =
+        real && mount_of(root, real, true, *maj, *min, maj, min, mnt, mn, src, sizeof(src));
     struct stat dev;
     if (found && *maj == 0 && strncmp(src, "/dev/", 5) == 0 && stat(src, &dev) == 0 &&
         S_ISBLK(dev.st_mode)) {
@@ -117,11 +113,9 @@ bool disk_of_path(const char *root, const char *path, unsigned *maj, unsigned *m
  * `numa_node` on the way up (the NVMe controller, the PCI function of a
  * SATA or virtio one); -1 when none says one.
  */
-static int node_up(const char *root, const char *path)
+static int node_up(const char *root, const char *resolved)
 {
-    char *dir = realpath(path, NULL), top[4096], buf[32];
-    if (dir == NULL)
-        return -1;
+    char *dir = xstrdup(resolved), top[4096], buf[32];
     snprintf(top, sizeof(top), "%s/sys/devices/", prefix(root));
     size_t n = strlen(top);
     int node = -1;
@@ -150,42 +144,73 @@ static int node_up(const char *root, const char *path)
  * nvmeC, and the kernel sends each IO down the path nearest the CPU that
  * submits it (iopolicy numa), so every controller's node is as near.
  */
-static void disk_nodes_of(const char *root, unsigned maj, unsigned min, hwloc_bitmap_t nodes)
+static void disk_nodes_of(const char *root, const char *dir, hwloc_bitmap_t nodes)
 {
-    char link[8192];
-    snprintf(link, sizeof(link), "%s/sys/dev/block/%u:%u", prefix(root), maj, min);
-    char *dir = realpath(link, NULL);
-    char *head = dir ? strrchr(dir, '/') : NULL;
+    const char *head = strrchr(dir, '/');
     unsigned sub, ns;
     int end = 0;
-    if (head && strstr(dir, "/nvme-subsystem/") &&
-        sscanf(head + 1, "nvme%un%u%n", &sub, &ns, &end) == 2 && head[1 + end] == '\0') {
-        *head = '\0'; /* the subsystem's directory: a link per controller */
-        DIR *s = opendir(dir);
+    if (strstr(dir, "/nvme-subsystem/") && sscanf(head + 1, "nvme%un%u%n", &sub, &ns, &end) == 2 &&
+        head[1 + end] == '\0') {
+        char *subsys = xstrdup(dir); /* the subsystem's directory: a link per controller */
+        subsys[head - dir] = '\0';
+        DIR *s = opendir(subsys);
         struct dirent *e;
         while (s && (e = readdir(s)) != NULL) {
             unsigned ctrl;
             int len = 0;
             char path[8192];
-            struct stat st;
             if (sscanf(e->d_name, "nvme%u%n", &ctrl, &len) != 1 || e->d_name[len] != '\0')
                 continue;
-            snprintf(path, sizeof(path), "%s/%s/nvme%uc%un%u", dir, e->d_name, sub, ctrl, ns);
-            if (stat(path, &st) != 0)
+            snprintf(path, sizeof(path), "%s/%s/nvme%uc%un%u", subsys, e->d_name, sub, ctrl, ns);
+            if (access(path, F_OK) != 0)
                 continue; /* a controller of the subsystem with no path to this namespace */
-            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-            int node = node_up(root, path);
+            snprintf(path, sizeof(path), "%s/%s", subsys, e->d_name);
+            char *ctrl_dir = realpath(path, NULL);
+            int node = ctrl_dir ? node_up(root, ctrl_dir) : -1;
+            free(ctrl_dir);
             if (node >= 0)
                 hwloc_bitmap_set(nodes, (unsigned)node);
         }
         if (s)
             closedir(s);
+        free(subsys);
     } else {
-        int node = node_up(root, link);
+        int node = node_up(root, dir);
         if (node >= 0)
             hwloc_bitmap_set(nodes, (unsigned)node);
     }
-    free(dir);
+}
+
+/*
+ * A block device's own sysfs directory, where /sys/dev/block/MAJ:MIN
+ * leads; NULL when there is none. The link is ../../devices/...: one
+ * readlink, where realpath() would read every component.
+ */
+static char *sys_dir(const char *root, unsigned maj, unsigned min)
+{
+    char link[8192], to[4096];
+    snprintf(link, sizeof(link), "%s/sys/dev/block/%u:%u", prefix(root), maj, min);
+    ssize_t len = readlink(link, to, sizeof(to) - 1);
+    if (len > 0) {
+        to[len] = '\0';
+        if (strncmp(to, "../../devices/", 14) == 0 && strstr(to + 13, "/..") == NULL)
+            return xasprintf("%s/sys/%s", prefix(root), to + 6);
+    }
+    return realpath(link, NULL);
+}
+
+static bool dev_of(const char *dir, const char *rel, unsigned *maj, unsigned *min)
+{
+    char path[8192], buf[64];
+    snprintf(path, sizeof(path), "%s/%s", dir, rel);
+    return read_line_file(path, buf, sizeof(buf)) && sscanf(buf, "%u:%u", maj, min) == 2;
+}
+
+static bool has(const char *dir, const char *rel)
+{
+    char path[8192];
+    snprintf(path, sizeof(path), "%s/%s", dir, rel);
+    return access(path, F_OK) == 0;
 }
 
 #define DISK_MAX 64 /* disks under one device-mapper or md device that are told apart */
@@ -193,60 +218,49 @@ static void disk_nodes_of(const char *root, unsigned maj, unsigned min, hwloc_bi
 static void leaves(const char *root, unsigned maj, unsigned min, int depth, struct disk **out,
                    size_t *n)
 {
-    char path[512], buf[256];
-    snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/dev", maj, min);
-    if (depth > DISK_DEPTH || *n >= DISK_MAX || !rd(root, path, buf, sizeof(buf)))
+    if (depth > DISK_DEPTH || *n >= DISK_MAX)
         return;
-    /* a partition: its disk is the parent directory, named in ../dev */
-    snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/partition", maj, min);
-    if (rd(root, path, buf, sizeof(buf))) {
-        unsigned pmaj, pmin;
-        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../dev", maj, min);
-        if (rd(root, path, buf, sizeof(buf)) && sscanf(buf, "%u:%u", &pmaj, &pmin) == 2)
-            leaves(root, pmaj, pmin, depth + 1, out, n);
+    char *dir = sys_dir(root, maj, min);
+    if (dir == NULL)
+        return;
+    unsigned m, k;
+    if (has(dir, "partition")) {
+        /* a partition: its disk is the directory above */
+        if (dev_of(dir, "../dev", &m, &k))
+            leaves(root, m, k, depth + 1, out, n);
+        free(dir);
         return;
     }
     /* device-mapper, md: its own queue only passes requests on; the devices under it hold them */
-    char slaves[4096];
-    snprintf(slaves, sizeof(slaves), "%s/sys/dev/block/%u:%u/slaves", prefix(root), maj, min);
+    char slaves[8192];
+    snprintf(slaves, sizeof(slaves), "%s/slaves", dir);
     DIR *s = opendir(slaves);
     struct dirent *e;
     bool stacked = false;
     while (s && (e = readdir(s)) != NULL) {
-        unsigned smaj, smin;
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/slaves/%.200s/dev", maj, min, e->d_name);
-        if (rd(root, path, buf, sizeof(buf)) && sscanf(buf, "%u:%u", &smaj, &smin) == 2) {
+        char rel[512];
+        snprintf(rel, sizeof(rel), "slaves/%.200s/dev", e->d_name);
+        if (e->d_name[0] != '.' && dev_of(dir, rel, &m, &k)) {
             stacked = true;
-            leaves(root, smaj, smin, depth + 1, out, n);
+            leaves(root, m, k, depth + 1, out, n);
         }
     }
     if (s)
         closedir(s);
-    if (stacked)
-        return;
-    snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/scheduler", maj, min);
-    if (!rd(root, path, buf, sizeof(buf)))
-        return;
-    for (size_t k = 0; k < *n; k++)
-        if ((*out)[k].maj == maj && (*out)[k].min == min)
-            return; /* two partitions of one disk under one md */
-    *out = xrealloc(*out, (*n + 1) * sizeof(**out));
-    struct disk *d = &(*out)[(*n)++];
-    *d = (struct disk){maj, min, "", hwloc_bitmap_alloc()};
-    disk_nodes_of(root, maj, min, d->nodes);
-    snprintf(d->name, sizeof(d->name), "%u:%u", maj, min);
-    char uevent[4096], full[4096];
-    snprintf(full, sizeof(full), "%s/sys/dev/block/%u:%u/uevent", prefix(root), maj, min);
-    FILE *f = fopen(full, "re");
-    while (f && fgets(uevent, sizeof(uevent), f))
-        if (strncmp(uevent, "DEVNAME=", 8) == 0) {
-            uevent[strcspn(uevent, "\n")] = '\0';
-            snprintf(d->name, sizeof(d->name), "%.63s", uevent + 8);
-        }
-    if (f)
-        fclose(f);
+    bool seen = false;
+    for (size_t i = 0; i < *n; i++)
+        seen |= (*out)[i].maj == maj && (*out)[i].min == min; /* two partitions under one md */
+    if (!stacked && !seen && has(dir, "queue/scheduler")) {
+        *out = xrealloc(*out, (*n + 1) * sizeof(**out));
+        struct disk *d = &(*out)[(*n)++];
+        *d = (struct disk){maj, min, "", hwloc_bitmap_alloc()};
+        disk_nodes_of(root, dir, d->nodes);
+        /* the kernel's name is the directory's, with '!' where /dev has a '/' (cciss!c0d0) */
+        snprintf(d->name, sizeof(d->name), "%.63s", strrchr(dir, '/') + 1);
+        for (char *c = d->name; (c = strchr(c, '!')) != NULL;)
+            *c = '/';
+    }
+    free(dir);
 }
 
 struct disk *disk_leaves(const char *root, unsigned maj, unsigned min, size_t *n)
@@ -269,13 +283,16 @@ void disk_nodes(const char *path, hwloc_bitmap_t nodes, char **what)
     hwloc_bitmap_zero(nodes);
     unsigned maj, min;
     char mnt[4096];
-    if (!disk_of_path("/", path, &maj, &min, mnt, sizeof(mnt))) {
+    if (!disk_of_path("/", path, &maj, &min, NULL, 0)) {
         *what = xasprintf("%s: %s", path, strerror(errno));
         return;
     }
     size_t n;
     struct disk *d = disk_leaves("/", maj, min, &n);
     if (n == 0) {
+        /* the mount, to say what it is: read only now, as a disk's own device never needs it */
+        if (!disk_of_path("/", path, &maj, &min, mnt, sizeof(mnt)))
+            snprintf(mnt, sizeof(mnt), "?");
         *what = xasprintf("%s is on %s (device %u:%u), which is no disk of this machine (tmpfs, "
                           "overlay, NFS?)",
                           path, mnt, maj, min);

@@ -23,9 +23,10 @@
  * The block device holding path, and its mount point. On this host: the
  * path's own device (st_dev, after its symbolic links), and for a
  * filesystem with an anonymous device (btrfs) the device its mount names;
- * mnt is "?" when mountinfo has no line for it. Under a fixture root: the
- * mount whose point is the longest prefix of path. False, with errno set,
- * when there is none (the path cannot be resolved, or no mount holds it).
+ * mnt is "?" when mountinfo has no line for it; with mnt NULL, mountinfo
+ * is read only for an anonymous device. Under a fixture root: the mount
+ * whose point is the longest prefix of path. False, with errno set, when
+ * there is none (the path cannot be resolved, or no mount holds it).
  */
 bool disk_of_path(const char *root, const char *path, unsigned *maj, unsigned *min, char *mnt,
                   size_t mn);
