@@ -400,10 +400,13 @@ void report_topo_json(FILE *f, const struct topo *t)
     json_string(f, t->cache_note);
     fprintf(f, ",\n  \"cpus\": ");
     json_list(f, t->cpus);
-    fprintf(f, ",\n  \"offline\": ");
+    /* as in the text: an export's missing CPUs may be offline or outside its cpuset */
+    fprintf(f, ",\n  \"%s\": ", t->source == TOPO_HOST ? "offline" : "absent");
     json_list(f, t->offline);
-    fprintf(f, ",\n  \"inherited_affinity\": ");
-    json_list(f, t->binding);
+    if (t->source == TOPO_HOST) { /* an export's is no process's */
+        fprintf(f, ",\n  \"inherited_affinity\": ");
+        json_list(f, t->binding);
+    }
     hwloc_bitmap_t nodeless = hwloc_bitmap_alloc();
     topo_nodeless(t, t->cpus, nodeless);
     fprintf(f, ",\n  \"cpus_without_node\": ");
