@@ -4,10 +4,11 @@
  * The phases, in order:
  *   1. candidates: allowed online CPUs within the inherited affinity; tunerun
  *      never widens what its parent gave it.
- *   2. nodes: rank the nodes that can host CPUs (cmp_rank(): apart from
- *      what it avoids, memory of their own, free memory in eighths, fewest
- *      claimed CPUs) and take the N best; for N > 1 take the most compact
- *      group by the distance matrix.
+ *   2. nodes: rank the nodes that can host CPUs (rank_by(): apart from
+ *      what it avoids, where it ran before a restart, memory of their own,
+ *      near its disk, free memory in eighths, fewest claimed CPUs) and take
+ *      the N best; for N > 1 take the most compact group by the distance
+ *      matrix.
  *   3. CPUs: all of the chosen nodes' candidates, a count or a percentage,
  *      whole cores first (on a hybrid machine, of the fastest kind first),
  *      optionally one PU per core.
@@ -149,6 +150,7 @@ struct ctx {
     const struct cgroup *cgroup;
     unsigned *near;        /* per node index: its distance to the nearest of `near`'s disks */
     const char *near_path; /* the profile's near, when near is known */
+    hwloc_const_bitmap_t near_nodes; /* the nodes its disks hang off (os indexes) */
 };
 
 /* The node a node's memory comes from: itself, or the nearest with memory. */
@@ -191,9 +193,10 @@ static uint64_t free_eighths(const struct ctx *c, size_t i)
 /* What decides between two nodes, in cmp_rank()'s order. */
 enum rank_by {
     BY_APART,
-    BY_OWN_MEMORY,
-    BY_NEAR,
     BY_PREVIOUS,
+    BY_OWN_MEMORY,
+    BY_ROOM,
+    BY_NEAR,
     BY_FREE,
     BY_CLAIMED,
     BY_FREE_EXACT,
@@ -201,11 +204,26 @@ enum rank_by {
 };
 
 /*
- * Best first: no running service it avoids (or that avoids it), memory of
- * its own (a memoryless node's pages are all remote), nearest the disks of
- * its `near`, where it ran before a restart, most free memory in eighths,
- * fewest CPUs claimed by running services, then the most free memory
- * exactly and the lowest os index.
+ * Room to spare, which `near` must not trade away: at least half the free
+ * memory of the roomiest candidate (and memory_size, when given), and at
+ * most half its candidate CPUs claimed by running services. A disk's node
+ * that a bound service would fill, or that another instance of it already
+ * runs on, costs more than the remote hop to the disk.
+ */
+static bool roomy(const struct ctx *c, size_t i)
+{
+    uint64_t f = free_for(c->t, i);
+    int cand = hwloc_bitmap_weight(c->node_cand[i]);
+    return f * 2 >= c->free_most && f >= c->p->placement.memory_size &&
+           c->claimed_on[i] * 2 <= cand;
+}
+
+/*
+ * Best first: no running service it avoids (or that avoids it), where it
+ * ran before a restart, memory of its own (a memoryless node's pages are
+ * all remote); with `near`, room to spare and then nearest its disks; most
+ * free memory in eighths, fewest CPUs claimed by running services, then the
+ * most free memory exactly and the lowest os index.
  * Returns what decided; *order is -1 when x comes first, else 1.
  */
 static enum rank_by rank_by(const struct ctx *c, size_t x, size_t y, int *order)
@@ -217,14 +235,6 @@ static enum rank_by rank_by(const struct ctx *c, size_t x, size_t y, int *order)
         *order = ax ? 1 : -1;
         return BY_APART;
     }
-    if (t->nodes[x].has_memory != t->nodes[y].has_memory) {
-        *order = t->nodes[x].has_memory ? -1 : 1;
-        return BY_OWN_MEMORY;
-    }
-    if (c->near && c->near[x] != c->near[y]) {
-        *order = c->near[x] < c->near[y] ? -1 : 1;
-        return BY_NEAR;
-    }
     if (c->prev) {
         bool px = hwloc_bitmap_isset(c->prev->nodes, t->nodes[x].os_index),
              py = hwloc_bitmap_isset(c->prev->nodes, t->nodes[y].os_index);
@@ -232,6 +242,18 @@ static enum rank_by rank_by(const struct ctx *c, size_t x, size_t y, int *order)
             *order = px ? -1 : 1;
             return BY_PREVIOUS;
         }
+    }
+    if (t->nodes[x].has_memory != t->nodes[y].has_memory) {
+        *order = t->nodes[x].has_memory ? -1 : 1;
+        return BY_OWN_MEMORY;
+    }
+    if (c->near && roomy(c, x) != roomy(c, y)) {
+        *order = roomy(c, x) ? -1 : 1;
+        return BY_ROOM;
+    }
+    if (c->near && c->near[x] != c->near[y]) {
+        *order = c->near[x] < c->near[y] ? -1 : 1;
+        return BY_NEAR;
     }
     uint64_t fx = free_for(t, x), fy = free_for(t, y);
     if (free_eighths(c, x) != free_eighths(c, y)) {
@@ -457,6 +479,7 @@ static void note_near(struct ctx *c, const struct plan_input *in)
              hwloc_bitmap_iszero(gone) ? "" : list, hwloc_bitmap_iszero(gone) ? "" : ")");
         c->near = dist;
         c->near_path = path;
+        c->near_nodes = in->near->nodes;
     }
     if (c->near == NULL)
         free(dist);
@@ -587,6 +610,34 @@ static void separate_by_cores(struct ctx *c)
     hwloc_bitmap_free(rest);
 }
 
+/* Why no node its disks hang off was chosen: for the first of them this machine shows. */
+static char *why_not_near(const struct ctx *c)
+{
+    const struct topo *t = c->t;
+    unsigned id;
+    hwloc_bitmap_foreach_begin(id, c->near_nodes)
+    {
+        int k = topo_node_index(t, id);
+        if (k < 0)
+            continue;
+        bool ranked = false;
+        for (size_t i = 0; i < c->nrank; i++)
+            ranked |= c->rank[i] == (size_t)k;
+        if (!ranked)
+            return xasprintf("node %u has no usable CPU", id);
+        if (hwloc_bitmap_isset(c->shunned_nodes, id))
+            return xasprintf("%s runs on node %u", c->shunned_names, id);
+        if (c->prev && !hwloc_bitmap_isset(c->prev->nodes, id))
+            return xasprintf("it ran elsewhere before it was restarted");
+        if (!t->nodes[k].has_memory)
+            return xasprintf("node %u has no memory of its own", id);
+        return xasprintf("node %u lacks room to spare: %.1f GiB free, %d of its CPUs claimed", id,
+                         gib(free_for(t, (size_t)k)), c->claimed_on[k]);
+    }
+    hwloc_bitmap_foreach_end();
+    return xstrdup("its disks' nodes are not here");
+}
+
 /* Why the best ranked node won over the next one, in cmp_rank()'s terms. */
 static void note_node_choice(struct ctx *c, size_t n)
 {
@@ -621,13 +672,21 @@ static void note_node_choice(struct ctx *c, size_t n)
     case BY_APART:
         note(c->pl, NOTE_INFO, "node %u: no service it keeps apart from runs there", id);
         break;
+    case BY_ROOM:
+        note(c->pl, NOTE_INFO,
+             "node %u: room to spare, which node %u, nearer the disk under %s, lacks (%.1f GiB "
+             "free, %d of its CPUs claimed)",
+             id, t->nodes[r].os_index, c->near_path, gib(free_for(t, r)), c->claimed_on[r]);
+        break;
     case BY_NEAR:
-        if (c->near[n] == topo_distance(t, n, n))
+        if (hwloc_bitmap_isset(c->near_nodes, id)) {
             note(c->pl, NOTE_INFO, "node %u: the disk under %s hangs off it", id, c->near_path);
-        else
-            note(c->pl, NOTE_INFO,
-                 "node %u: the nearest with usable CPUs to the disk under %s (distance %u)", id,
-                 c->near_path, c->near[n]);
+        } else {
+            char *why = why_not_near(c);
+            note(c->pl, NOTE_INFO, "node %u: the nearest to the disk under %s (distance %u; %s)",
+                 id, c->near_path, c->near[n], why);
+            free(why);
+        }
         break;
     case BY_PREVIOUS:
         note(c->pl, NOTE_INFO, "node %u: where this service ran before it was restarted", id);
@@ -716,7 +775,8 @@ static void choose_group(struct ctx *c, size_t want, size_t *out)
     free(in);
 }
 
-/* Whether the first `want` ranked nodes are exactly where it ran before (they rank first). */
+/* Whether the first `want` ranked nodes are exactly where it ran before (they rank first when
+ * free). */
 static bool ranks_previous(const struct ctx *c, size_t want)
 {
     if ((size_t)hwloc_bitmap_weight(c->prev->nodes) != want)
@@ -725,6 +785,34 @@ static bool ranks_previous(const struct ctx *c, size_t want)
         if (!hwloc_bitmap_isset(c->prev->nodes, c->t->nodes[c->rank[k]].os_index))
             return false;
     return true;
+}
+
+/* Where `near` could not decide, or the group chosen leaves its nearest node out: said. */
+static void note_near_outcome(const struct ctx *c, const size_t *chosen, size_t want)
+{
+    size_t best = c->rank[0];
+    bool alike = true;
+    for (size_t k = 1; k < c->nrank; k++) {
+        alike &= c->near[c->rank[k]] == c->near[best];
+        if (c->near[c->rank[k]] < c->near[best])
+            best = c->rank[k];
+    }
+    if (c->nrank > 1 && want == c->nrank)
+        note(c->pl, NOTE_INFO, "near decides nothing: it takes every node that can host its CPUs");
+    else if (c->nrank > 1 && alike)
+        note(c->pl, NOTE_INFO,
+             "near decides nothing: every candidate node is as near the disk under %s",
+             c->near_path);
+    else if (want > 1) {
+        bool in = false;
+        for (size_t k = 0; k < want; k++)
+            in |= c->near[chosen[k]] == c->near[best];
+        if (!in)
+            note(c->pl, NOTE_INFO,
+                 "near: the group of %zu leaves out node %u, the nearest to the disk under %s, "
+                 "for a closer or better ranked one",
+                 want, c->t->nodes[best].os_index, c->near_path);
+    }
 }
 
 static void choose_nodes(struct ctx *c)
@@ -750,6 +838,8 @@ static void choose_nodes(struct ctx *c)
 
     for (size_t k = 0; k < want; k++)
         hwloc_bitmap_set(pl->nodes, t->nodes[chosen[k]].os_index);
+    if (c->near)
+        note_near_outcome(c, chosen, want);
 
     if (p->placement.nodes != 0 && p->placement.cpus == CPUS_ALL &&
         p->placement.memory == MEM_LOCAL) {

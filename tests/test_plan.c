@@ -1446,14 +1446,14 @@ static void test_claims(void **state)
 
 /* A plan of p on t where `near` found its disks on `nodes` ("none": on no known node). */
 static struct plan plan_near(const struct profile *p, const struct topo *t, struct claim *k,
-                             size_t n, const char *nodes)
+                             size_t n, const struct claim *prev, const char *nodes)
 {
     struct plan pl;
     struct err e;
     struct plan_near near = {hwloc_bitmap_alloc(), NULL};
     hwloc_bitmap_list_sscanf(near.nodes, strcmp(nodes, "none") == 0 ? "" : nodes);
     near.what = xasprintf("/srv is on nvme0n1 (node %s)", nodes);
-    struct plan_input in = {p, t, NULL, k != NULL, k, n, NULL, NULL, NULL, &near};
+    struct plan_input in = {p, t, NULL, true, k, n, prev, NULL, NULL, &near};
     if (!plan_build(&pl, &in, &e))
         fail_msg("%s", e.msg);
     hwloc_bitmap_free(near.nodes);
@@ -1461,71 +1461,142 @@ static struct plan plan_near(const struct profile *p, const struct topo *t, stru
     return pl;
 }
 
-/* `near`: the node its disk hangs off, else the nearest with CPUs, after keeping apart. */
+/* The plan's nodes are `nodes` and one of its notes says `text`, or the test fails. */
+static void assert_nodes_said(const struct plan *pl, const char *nodes, const char *text,
+                              const char *label)
+{
+    char *got = bitmap_list(pl->nodes);
+    if (strcmp(got, nodes) != 0 || !has_note(pl, text)) {
+        for (size_t i = 0; i < pl->nnotes; i++)
+            fprintf(stderr, "  note: %s\n", pl->notes[i].text);
+        fail_msg("%s: nodes %s, want %s and a note '%s'", label, got, nodes, text);
+    }
+    free(got);
+}
+
+/*
+ * `near`: the node its disk hangs off, else the nearest, after keeping apart, the restart
+ * rule, memory of its own and room to spare; and notes that say which of them decided.
+ */
 static void test_near_its_disk(void **state)
 {
     (void)state;
     struct topo t = odd_machine();  /* CPUs on 0, 1 and 3; 1 has no memory, 2 no CPUs */
-    t.nodes[3].mem_free = 20 * GIB; /* without near: node 3, the most free memory */
+    t.nodes[3].mem_free = 14 * GIB; /* without near: node 3, more free memory than node 0's 8 */
     const char *const srv[] = {"placement.near=/srv", NULL};
     struct profile mysql = load_profile("mysql", srv);
-    struct plan pl = plan_near(&mysql, &t, NULL, 0, "none");
-    assert_int_equal(hwloc_bitmap_first(pl.nodes), 3);
-    assert_true(has_note(&pl, "near: /srv is on nvme0n1 (node none); nodes are chosen as "
-                              "without it"));
-    plan_free(&pl);
-
     static const struct {
         const char *disks; /* the nodes `near` found its disks on */
-        unsigned node;     /* where mysql goes */
+        const char *nodes; /* where mysql goes */
         const char *note;
     } cases[] = {
+        {"none", "3", "near: /srv is on nvme0n1 (node none); nodes are chosen as without it"},
         /* the disk's own node, over more free memory elsewhere */
-        {"0", 0, "node 0: the disk under /srv hangs off it"},
+        {"0", "0", "node 0: the disk under /srv hangs off it"},
         /* on the CPU-less node 2: the nearest node with CPUs, by distance (0: 25, 3: 30) */
-        {"2", 0, "node 0: the nearest with usable CPUs to the disk under /srv (distance 25)"},
+        {"2", "0",
+         "node 0: the nearest to the disk under /srv (distance 25; node 2 has no usable "
+         "CPU)"},
         /* on the memoryless node 1: the nearest with memory of its own (3, at 12) */
-        {"1", 3, "node 3: the nearest with usable CPUs to the disk under /srv (distance 12)"},
-        /* disks on two nodes: either is as near */
-        {"0,3", 3, "node 3: most free memory"},
+        {"1", "3",
+         "node 3: the nearest to the disk under /srv (distance 12; node 1 has no memory "
+         "of its own)"},
+        /* disks on two nodes: either is as near; the memoryless node 1 is not (12) */
+        {"0,3", "3", "node 3: most free memory"},
         /* a node the topology does not show (outside the cpuset) is said, and decides nothing */
-        {"7", 3, "which is not among the allowed nodes here; nodes are chosen as without it"},
-        {"0,7", 0, "(not among the allowed nodes here: 7)"},
+        {"7", "3", "which is not among the allowed nodes here; nodes are chosen as without it"},
+        {"0,7", "0", "(not among the allowed nodes here: 7)"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        pl = plan_near(&mysql, &t, NULL, 0, cases[i].disks);
-        if (hwloc_bitmap_first(pl.nodes) != (int)cases[i].node ||
-            hwloc_bitmap_weight(pl.nodes) != 1 || !has_note(&pl, cases[i].note))
-            fail_msg("near disks on %s: nodes %d.., want %u and a note '%s'", cases[i].disks,
-                     hwloc_bitmap_first(pl.nodes), cases[i].node, cases[i].note);
+        struct plan pl = plan_near(&mysql, &t, NULL, 0, NULL, cases[i].disks);
+        assert_nodes_said(&pl, cases[i].nodes, cases[i].note, cases[i].disks);
         check_invariants(&mysql, &t, &pl, cases[i].disks);
         plan_free(&pl);
     }
 
-    /*
-     * keeping apart comes first: nginx on the disk's node sends mysql elsewhere; and memory of
-     * its own before nearness: node 3 (40 away), not the memoryless node 1 (30 away)
-     */
-    struct claim k = live("nginx", "0-3", "0", false, "mysql");
-    pl = plan_near(&mysql, &t, &k, 1, "0");
-    assert_int_equal(hwloc_bitmap_first(pl.nodes), 3);
-    assert_true(has_note(&pl, "node 3: memory of its own (node 1 has none"));
+    /* room to spare comes first: a disk's node with under half the most free memory */
+    t.nodes[3].mem_free = 20 * GIB;
+    struct plan pl = plan_near(&mysql, &t, NULL, 0, NULL, "0");
+    assert_nodes_said(&pl, "3",
+                      "node 3: room to spare, which node 0, nearer the disk under /srv, lacks "
+                      "(8.0 GiB free, 0 of its CPUs claimed)",
+                      "short of memory");
+    plan_free(&pl);
+    t.nodes[3].mem_free = 14 * GIB;
+    /* ... or less than memory_size */
+    struct profile sized = load_profile(
+        "mysql", (const char *const[]){"placement.near=/srv", "placement.memory_size=10G", NULL});
+    pl = plan_near(&sized, &t, NULL, 0, NULL, "0");
+    assert_nodes_said(&pl, "3", "which node 0, nearer the disk under /srv, lacks", "memory_size");
+    plan_free(&pl);
+    profile_free(&sized);
+    /* ... or more than half its CPUs claimed: a second mysql does not stack on the first */
+    struct claim k = live("mysql", "0-3", "0", false, "nginx");
+    pl = plan_near(&mysql, &t, &k, 1, NULL, "0");
+    assert_nodes_said(&pl, "3", "lacks (8.0 GiB free, 4 of its CPUs claimed)", "claimed");
+    plan_free(&pl);
+    claim_free(&k);
+
+    /* keeping apart comes first, and the note names who holds the disk's node */
+    k = live("nginx", "0-3", "0", false, "mysql");
+    pl = plan_near(&mysql, &t, &k, 1, NULL, "2");
+    assert_nodes_said(&pl, "3", "node 3: memory of its own (node 1 has none", "apart");
     assert_false(hwloc_bitmap_intersects(pl.cpus, k.cpus));
     plan_free(&pl);
     claim_free(&k);
 
+    /* a restart keeps its promise: back where it ran, though the disk is elsewhere */
+    struct claim prev = live("mysql", "8-11", "3", false, "nginx");
+    pl = plan_near(&mysql, &t, NULL, 0, &prev, "0");
+    assert_nodes_said(&pl, "3", "where this service ran before it was restarted", "restart");
+    plan_free(&pl);
+    claim_free(&prev);
+
+    /* nodes = 2: the closest pair (1, 3) leaves the disk's node 0 out, which is said */
+    struct profile two = load_profile(
+        "mysql", (const char *const[]){"placement.near=/srv", "placement.nodes=2", NULL});
+    pl = plan_near(&two, &t, NULL, 0, NULL, "0");
+    assert_nodes_said(&pl, "1,3",
+                      "near: the group of 2 leaves out node 0, the nearest to the disk under /srv",
+                      "nodes = 2");
+    plan_free(&pl);
+    profile_free(&two);
+    /* every node: near decides nothing */
+    struct profile all = load_profile(
+        "mysql", (const char *const[]){"placement.near=/srv", "placement.nodes=all", NULL});
+    pl = plan_near(&all, &t, NULL, 0, NULL, "0");
+    assert_nodes_said(&pl, "0-1,3",
+                      "near decides nothing: it takes every node that can host its CPUs",
+                      "nodes = all");
+    plan_free(&pl);
+    profile_free(&all);
+
     /* another machine's topology: the disks of this one say nothing of it */
     pl = make_plan(&mysql, &t, NULL);
-    assert_int_equal(hwloc_bitmap_first(pl.nodes), 3);
-    assert_true(has_note(&pl, "near /srv: not looked up, the topology is not this machine's"));
+    assert_nodes_said(&pl, "3", "near /srv: not looked up, the topology is not this machine's",
+                      "another machine");
     plan_free(&pl);
     profile_free(&mysql);
 
     /* without near in the profile, what was found is not even said */
     mysql = load_profile("mysql", (const char *const[]){"placement.near=", NULL});
-    pl = plan_near(&mysql, &t, NULL, 0, "0");
+    pl = plan_near(&mysql, &t, NULL, 0, NULL, "0");
     assert_int_equal(hwloc_bitmap_first(pl.nodes), 3);
     assert_false(has_note(&pl, "near"));
+    plan_free(&pl);
+    profile_free(&mysql);
+    topo_free(&t);
+
+    /* no distance matrix: 10 for its own node, 20 for others; md over both: alike */
+    t = load_topo("synthetic:pack:2 numa:1 core:4 pu:1");
+    mysql = load_profile("mysql", srv);
+    pl = plan_near(&mysql, &t, NULL, 0, NULL, "1");
+    assert_nodes_said(&pl, "1", "node 1: the disk under /srv hangs off it", "no matrix");
+    plan_free(&pl);
+    pl = plan_near(&mysql, &t, NULL, 0, NULL, "0-1");
+    assert_nodes_said(&pl, "0",
+                      "near decides nothing: every candidate node is as near the disk under /srv",
+                      "alike");
     plan_free(&pl);
     profile_free(&mysql);
     topo_free(&t);
