@@ -7,7 +7,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,33 +25,54 @@ static const char *prefix(const char *root)
 }
 
 /*
- * The mount holding path, from mountinfo: the longest mount point that is a
- * prefix of it (on this host, the one whose device is `want`, when known).
- * Gives its device, mount point and source.
+ * A file of a fixture tree, opened only when it is a regular file: a FIFO
+ * or a link to /dev/zero planted there must not hang or flood a read.
  */
-static bool mount_of(const char *root, const char *path, bool by_dev, unsigned want_maj,
-                     unsigned want_min, unsigned *maj, unsigned *min, char *mnt, size_t mn,
-                     char *src, size_t sn)
+static FILE *open_regular(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0)
+        return NULL;
+    FILE *f = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? fdopen(fd, "r") : NULL;
+    if (f == NULL)
+        close(fd);
+    return f;
+}
+
+/* Which mount of mountinfo a path is on. */
+struct mount_key {
+    bool by_id; /* its mount ID (statx's stx_mnt_id, mountinfo's first field) */
+    uint64_t id;
+    bool by_dev; /* else the longest mount point that is a prefix of it, of this device */
+    unsigned maj, min;
+};
+
+/* The mount holding path, from mountinfo: its device, mount point and source. */
+static bool mount_of(const char *root, const char *path, const struct mount_key *key, unsigned *maj,
+                     unsigned *min, char *mnt, size_t mn, char *src, size_t sn)
 {
     char full[4096];
     snprintf(full, sizeof(full), "%s/proc/self/mountinfo", prefix(root));
-    FILE *f = fopen(full, "re");
+    FILE *f = open_regular(full);
     char *line = NULL;
     size_t cap = 0, best = 0;
     bool found = false;
-    while (f && getline(&line, &cap, f) > 0) {
+    while (f && getline(&line, &cap, f) > 0 && !(found && key->by_id)) {
+        unsigned long long id;
         unsigned a, b;
         char point[4096], source[4096] = "";
         char *sep = strstr(line, " - ");
-        if (sscanf(line, "%*s %*s %u:%u %*s %4095s", &a, &b, point) != 3 || sep == NULL)
+        if (sscanf(line, "%llu %*s %u:%u %*s %4095s", &id, &a, &b, point) != 4 || sep == NULL)
             continue;
         sscanf(sep + 3, "%*s %4095s", source);
         mountinfo_unescape(point);
         mountinfo_unescape(source);
         size_t n = strlen(point);
-        bool under = strcmp(point, "/") == 0 ||
-                     (strncmp(path, point, n) == 0 && (path[n] == '/' || path[n] == '\0'));
-        if (!under || (by_dev && (a != want_maj || b != want_min)) || (found && n < best))
+        bool under = key->by_id ? id == key->id
+                                : strcmp(point, "/") == 0 || (strncmp(path, point, n) == 0 &&
+                                                              (path[n] == '/' || path[n] == '\0'));
+        if (!under || (key->by_dev && (a != key->maj || b != key->min)) || (found && n < best))
             continue;
         best = n;
         *maj = a;
@@ -73,35 +96,46 @@ bool disk_of_path(const char *root, const char *path, unsigned *maj, unsigned *m
         mn = sizeof(here);
     }
     if (strcmp(root, "/") != 0) {
-        if (mount_of(root, path, false, 0, 0, maj, min, mnt, mn, src, sizeof(src)))
+        struct mount_key prefix_only = {0};
+        if (mount_of(root, path, &prefix_only, maj, min, mnt, mn, src, sizeof(src)))
             return true;
         errno = ENOENT;
         return false;
     }
-    struct stat st;
-    if (stat(path, &st) < 0)
+    struct statx sx;
+    if (statx(AT_FDCWD, path, 0, STATX_TYPE | STATX_MNT_ID, &sx) < 0)
         return false;
-    if (S_ISBLK(st.st_mode)) { /* a device node stands for itself */
-        *maj = major(st.st_rdev);
-        *min = minor(st.st_rdev);
+    if (S_ISBLK(sx.stx_mode)) { /* a device node stands for itself */
+        *maj = sx.stx_rdev_major;
+        *min = sx.stx_rdev_minor;
         snprintf(mnt, mn, "%s", path);
         return true;
     }
-    *maj = major(st.st_dev);
-    *min = minor(st.st_dev);
+    *maj = sx.stx_dev_major;
+    *min = sx.stx_dev_minor;
     if (mnt == here && *maj != 0)
         return true; /* a disk's own device, and no mount asked for: mountinfo says no more */
-    char *real = realpath(path, NULL);
-    bool found =
-        real && mount_of(root, real, true, *maj, *min, maj, min, mnt, mn, src, sizeof(src));
+    /*
+     * The mount by its ID (Linux 5.8): a btrfs subvolume's st_dev is its own
+     * anonymous device, which mountinfo never shows. Older kernels: the
+     * longest mount point over the path with the path's device.
+     */
+    struct mount_key key = {.by_id = sx.stx_mask & STATX_MNT_ID,
+                            .id = sx.stx_mnt_id,
+                            .by_dev = !(sx.stx_mask & STATX_MNT_ID),
+                            .maj = *maj,
+                            .min = *min};
+    char *real = key.by_id ? NULL : realpath(path, NULL);
+    bool found = (key.by_id || real) &&
+                 mount_of(root, real ? real : path, &key, maj, min, mnt, mn, src, sizeof(src));
     struct stat dev;
     if (found && *maj == 0 && strncmp(src, "/dev/", 5) == 0 && stat(src, &dev) == 0 &&
         S_ISBLK(dev.st_mode)) {
-        *maj = major(dev.st_rdev); /* btrfs: its st_dev is anonymous; its mount names the disk */
+        *maj = major(dev.st_rdev); /* btrfs: its mount names the disk its anonymous device hides */
         *min = minor(dev.st_rdev);
     } else if (!found) {
-        *maj = major(st.st_dev);
-        *min = minor(st.st_dev);
+        *maj = sx.stx_dev_major;
+        *min = sx.stx_dev_minor;
         snprintf(mnt, mn, "?");
     }
     free(real);
@@ -115,8 +149,11 @@ bool disk_of_path(const char *root, const char *path, unsigned *maj, unsigned *m
  */
 static int node_up(const char *root, const char *resolved)
 {
+    /* resolved is a real path: so must the root be (a fixture under a link, or with a '/') */
+    char *real_root = strcmp(root, "/") != 0 ? realpath(root, NULL) : NULL;
     char *dir = xstrdup(resolved), top[4096], buf[32];
-    snprintf(top, sizeof(top), "%s/sys/devices/", prefix(root));
+    snprintf(top, sizeof(top), "%s/sys/devices/", real_root ? real_root : prefix(root));
+    free(real_root);
     size_t n = strlen(top);
     int node = -1;
     for (char *slash; node < 0 && strncmp(dir, top, n) == 0 &&
@@ -278,23 +315,25 @@ void disk_free(struct disk *d, size_t n)
     free(d);
 }
 
-void disk_nodes(const char *path, hwloc_bitmap_t nodes, char **what)
+#define NEAR_SHOWN 8 /* disks a plan names one by one */
+
+void disk_nodes(const char *root, const char *path, hwloc_bitmap_t nodes, char **what)
 {
     hwloc_bitmap_zero(nodes);
-    unsigned maj, min;
+    unsigned maj, min, rmaj, rmin;
     char mnt[4096];
-    if (!disk_of_path("/", path, &maj, &min, NULL, 0)) {
+    if (!disk_of_path(root, path, &maj, &min, NULL, 0)) {
         *what = xasprintf("%s: %s", path, strerror(errno));
         return;
     }
     size_t n;
-    struct disk *d = disk_leaves("/", maj, min, &n);
+    struct disk *d = disk_leaves(root, maj, min, &n);
     if (n == 0) {
         /* the mount, to say what it is: read only now, as a disk's own device never needs it */
-        if (!disk_of_path("/", path, &maj, &min, mnt, sizeof(mnt)))
+        if (!disk_of_path(root, path, &maj, &min, mnt, sizeof(mnt)))
             snprintf(mnt, sizeof(mnt), "?");
-        *what = xasprintf("%s is on %s (device %u:%u), which is no disk of this machine (tmpfs, "
-                          "overlay, NFS?)",
+        *what = xasprintf("%s is on %s (device %u:%u), which is no block device of this machine "
+                          "(tmpfs, overlay, NFS, ZFS?)",
                           path, mnt, maj, min);
         return;
     }
@@ -302,7 +341,8 @@ void disk_nodes(const char *path, hwloc_bitmap_t nodes, char **what)
         hwloc_bitmap_or(nodes, nodes, d[k].nodes);
     bool some = !hwloc_bitmap_iszero(nodes);
     char *list = xstrdup("");
-    for (size_t k = 0; k < n; k++) {
+    size_t shown = n < NEAR_SHOWN ? n : NEAR_SHOWN;
+    for (size_t k = 0; k < shown; k++) {
         int w = hwloc_bitmap_weight(d[k].nodes);
         char *at = bitmap_list(d[k].nodes);
         char *more = xasprintf("%s%s%s%s%s%s", list, k ? ", " : "", d[k].name,
@@ -315,10 +355,20 @@ void disk_nodes(const char *path, hwloc_bitmap_t nodes, char **what)
         free(list);
         list = more;
     }
-    if (!some)
-        *what = xasprintf("%s is on %s, and sysfs gives no NUMA node for it", path, list);
-    else
-        *what = xasprintf("%s is on %s", path, list);
+    /* the mysql profile's default, /var/lib/mysql, is there even where the data is not */
+    bool root_disk = strcmp(path, "/") != 0 && disk_of_path(root, "/", &rmaj, &rmin, NULL, 0) &&
+                     rmaj == maj && rmin == min;
+    char more[64] = "";
+    if (n > shown)
+        snprintf(more, sizeof(more), " and %s%zu more", n >= DISK_MAX ? "at least " : "",
+                 n - shown);
+    *what = xasprintf("%s is on %s%s%s%s", path, list, more,
+                      some    ? ""
+                      : n > 1 ? ", and sysfs gives no NUMA node for them"
+                              : ", and sysfs gives no NUMA node for it",
+                      root_disk ? "; so is /, whose filesystem it shares: if the data lives "
+                                  "elsewhere, name that in near"
+                                : "");
     free(list);
     disk_free(d, n);
 }

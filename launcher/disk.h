@@ -48,11 +48,11 @@ struct disk *disk_leaves(const char *root, unsigned maj, unsigned min, size_t *n
 void disk_free(struct disk *d, size_t n);
 
 /*
- * `near`: the NUMA nodes of the disks under path on this host, into nodes
- * (left empty when none is known), and one clause for the plan that says
- * what was found, or why nothing was ("/srv is on nvme0n1, attached to
- * node 1"); the caller frees it.
+ * `near`: the NUMA nodes of the disks under path, into nodes (left empty
+ * when none is known), and one clause for the plan that says what was
+ * found, or why nothing was ("/srv is on nvme0n1 (node 1)"), and when the
+ * disk is /'s too; the caller frees it. root as above.
  */
-void disk_nodes(const char *path, hwloc_bitmap_t nodes, char **what);
+void disk_nodes(const char *root, const char *path, hwloc_bitmap_t nodes, char **what);
 
 #endif

@@ -782,6 +782,12 @@ int doctor_run(FILE *out, const char *root, const struct profile *p, const char 
 {
     if (!usable(root, data_dir))
         return DOCTOR_EXIT_UNUSABLE;
+    /* the profile's near is where the service keeps its data: its disk, if it is there */
+    char why[256];
+    bool here = root == NULL || strcmp(root, "/") == 0;
+    if (data_dir == NULL && p && p->placement.near &&
+        (!here || is_dir(p->placement.near, why, sizeof(why))))
+        data_dir = p->placement.near;
     struct doc d = {.root = root ? root : "/", .p = p, .data_dir = data_dir};
     check_cpu(&d);
     check_numa(&d);

@@ -995,7 +995,7 @@ int main(int argc, char **argv)
     bool near_here = p.placement.near && !o.topology;
     if (near_here) {
         near.nodes = hwloc_bitmap_alloc();
-        disk_nodes(p.placement.near, near.nodes, &near.what);
+        disk_nodes("/", p.placement.near, near.nodes, &near.what);
     }
     if (o.verb == VERB_PLAN)
         status = show_plan(&o, &p, &t, &sd, here, wanted ? &pv : NULL, near_here ? &near : NULL);

@@ -130,6 +130,30 @@ static int setup(void **state)
         link_to(rel, target);
     }
     block(SUBSYS "/nvme2n1", "259:5", "nvme2n1", true);
+    /* a second partition of the first disk, and md1 over both partitions: one disk */
+    block(NVME0 "/nvme0n1/nvme0n1p2", "259:3", "nvme0n1p2", false);
+    put("/sys/devices/" NVME0 "/nvme0n1/nvme0n1p2/partition", "2");
+    block("virtual/block/md1", "9:1", "md1", true);
+    link_to("/sys/devices/virtual/block/md1/slaves/nvme0n1p1",
+            "../../../../" NVME0 "/nvme0n1/nvme0n1p1");
+    link_to("/sys/devices/virtual/block/md1/slaves/nvme0n1p2",
+            "../../../../" NVME0 "/nvme0n1/nvme0n1p2");
+    /* a partition of the multipath namespace */
+    block(SUBSYS "/nvme2n1/nvme2n1p1", "259:8", "nvme2n1p1", false);
+    put("/sys/devices/" SUBSYS "/nvme2n1/nvme2n1p1/partition", "1");
+    /* md9 over 70 disks on node 0: more than a walk tells apart */
+    put("/sys/devices/pci0000:80/0000:80:03.0/numa_node", "0");
+    block("virtual/block/md9", "9:9", "md9", true);
+    for (int i = 0; i < 70; i++) {
+        char dir[256], devno[32], name[32], rel[512], target[512];
+        snprintf(name, sizeof(name), "sd%c%c", 'a' + i / 26, 'a' + i % 26);
+        snprintf(dir, sizeof(dir), "pci0000:80/0000:80:03.0/host%d/block/%s", i, name);
+        snprintf(devno, sizeof(devno), "65:%d", i);
+        block(dir, devno, name, true);
+        snprintf(rel, sizeof(rel), "/sys/devices/virtual/block/md9/slaves/%s", name);
+        snprintf(target, sizeof(target), "../../../../%s", dir);
+        link_to(rel, target);
+    }
     /* device-mapper devices stacked on each other in a loop: no sysfs has it, no walk hangs */
     block("virtual/block/dm-1", "253:1", "dm-1", true);
     block("virtual/block/dm-2", "253:2", "dm-2", true);
@@ -138,7 +162,9 @@ static int setup(void **state)
     /* mounts, for disk_of_path() under a root */
     put("/proc/self/mountinfo", "25 1 259:1 / / rw - ext4 /dev/nvme0n1p1 rw\n"
                                 "30 25 253:0 / /var/lib/mysql rw - xfs /dev/mapper/vg-db rw\n"
-                                "31 25 0:27 / /dev/shm rw - tmpfs tmpfs rw");
+                                "31 25 0:27 / /dev/shm rw - tmpfs tmpfs rw\n"
+                                "32 25 9:9 / /big rw - xfs /dev/md9 rw\n"
+                                "33 25 8:0 / /old rw - ext4 /dev/sda rw");
     return 0;
 }
 
@@ -180,6 +206,8 @@ static void test_leaves(void **state)
         {253, 0, "nvme0n1:1 nvme1n1:0"}, /* LVM over md */
         {8, 0, "sda:none"},              /* numa_node -1 */
         {259, 5, "nvme2n1:0-1"},         /* multipath: the controllers with a path */
+        {9, 1, "nvme0n1:1"},             /* md over two partitions of one disk */
+        {259, 8, "nvme2n1:0-1"},         /* a partition of a multipath namespace */
         {253, 1, ""},                    /* a loop of stacked devices ends */
         {0, 27, ""},                     /* tmpfs: no disk */
     };
@@ -206,11 +234,66 @@ static void test_of_path_under_a_root(void **state)
     assert_string_equal(mnt, "/");
 }
 
+/* The 70 disks under md9: the walk tells 64 apart. */
+static void test_many(void **state)
+{
+    (void)state;
+    size_t n;
+    struct disk *d = disk_leaves(root, 9, 9, &n);
+    assert_int_equal(n, 64);
+    disk_free(d, n);
+}
+
+/* What a plan says of near: the disks and their nodes, or why there are none. */
+static void test_said(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *path, *nodes, *what;
+    } cases[] = {
+        {"/var/lib/mysql/db", "0-1", "/var/lib/mysql/db is on nvme0n1 (node 1), nvme1n1 (node 0)"},
+        {"/etc", "1",
+         "/etc is on nvme0n1 (node 1); so is /, whose filesystem it shares: if the data lives "
+         "elsewhere, name that in near"},
+        {"/", "1", "/ is on nvme0n1 (node 1)"},
+        {"/old", "", "/old is on sda, and sysfs gives no NUMA node for it"},
+        {"/dev/shm/x", "",
+         "/dev/shm/x is on /dev/shm (device 0:27), which is no block device of this machine "
+         "(tmpfs, overlay, NFS, ZFS?)"},
+    };
+    hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *what;
+        disk_nodes(root, cases[i].path, nodes, &what);
+        char *got = bitmap_list(nodes);
+        if (strcmp(what, cases[i].what) != 0 ||
+            strcmp(got, *cases[i].nodes ? cases[i].nodes : "none") != 0)
+            fail_msg("%s: nodes %s, '%s'; want %s, '%s'", cases[i].path, got, what, cases[i].nodes,
+                     cases[i].what);
+        free(got);
+        free(what);
+    }
+    /* eight of md9's disks by name, in sysfs's order, and how many more */
+    char *what;
+    disk_nodes(root, "/big", nodes, &what);
+    size_t named = 0;
+    for (const char *c = what; (c = strstr(c, " (node 0)")) != NULL; c++)
+        named++;
+    const char *tail = " and at least 56 more";
+    if (named != 8 || strncmp(what, "/big is on sd", 13) != 0 ||
+        strcmp(what + strlen(what) - strlen(tail), tail) != 0)
+        fail_msg("/big: '%s'", what);
+    free(what);
+    hwloc_bitmap_free(nodes);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_leaves),
         cmocka_unit_test(test_of_path_under_a_root),
+        cmocka_unit_test(test_many),
+        cmocka_unit_test(test_said),
     };
     return cmocka_run_group_tests_name("disk", tests, setup, teardown);
 }
