@@ -143,12 +143,15 @@ struct ctx {
     bool shrinking;               /* none of the pool is free of them: they yield */
     hwloc_bitmap_t claimed;       /* CPUs of every running service */
     int *claimed_on;              /* per node index: how many of its CPUs are claimed */
+    int *claimed_cand;            /* ... and how many of its candidate CPUs */
     char *shunned_names;          /* for notes: "nginx" or "nginx, mysql" */
     const struct claim *claims;
     size_t nclaims;
     const struct claim *prev; /* the placement this launch had before, when free now */
     const struct cgroup *cgroup;
     unsigned *near;        /* per node index: its distance to the nearest of `near`'s disks */
+    unsigned near_far;     /* the farthest a candidate node is, where room is short */
+    uint64_t room_most;    /* the most free memory of a candidate no service it avoids holds */
     const char *near_path; /* the profile's near, when near is known */
     hwloc_const_bitmap_t near_nodes; /* the nodes its disks hang off (os indexes) */
 };
@@ -195,7 +198,6 @@ enum rank_by {
     BY_APART,
     BY_PREVIOUS,
     BY_OWN_MEMORY,
-    BY_ROOM,
     BY_NEAR,
     BY_FREE,
     BY_CLAIMED,
@@ -205,25 +207,33 @@ enum rank_by {
 
 /*
  * Room to spare, which `near` must not trade away: at least half the free
- * memory of the roomiest candidate (and memory_size, when given), and at
- * most half its candidate CPUs claimed by running services. A disk's node
- * that a bound service would fill, or that another instance of it already
- * runs on, costs more than the remote hop to the disk.
+ * memory of the roomiest candidate that no service it keeps apart from
+ * holds (and its share of memory_size, when given), and at most half its
+ * candidate CPUs claimed by running services. A disk's node that a bound
+ * service would fill, or that another instance of it already runs on,
+ * costs more than the remote hop to the disk.
  */
 static bool roomy(const struct ctx *c, size_t i)
 {
+    const struct profile *p = c->p;
     uint64_t f = free_for(c->t, i);
-    int cand = hwloc_bitmap_weight(c->node_cand[i]);
-    return f * 2 >= c->free_most && f >= c->p->placement.memory_size &&
-           c->claimed_on[i] * 2 <= cand;
+    uint64_t share = p->placement.memory_size / (p->placement.nodes > 1 ? p->placement.nodes : 1);
+    return f * 2 >= c->room_most && f >= share &&
+           c->claimed_cand[i] * 2 <= hwloc_bitmap_weight(c->node_cand[i]);
+}
+
+/* How near a node counts: its distance to the disks, or the farthest when it lacks room. */
+static unsigned near_rank(const struct ctx *c, size_t i)
+{
+    return roomy(c, i) ? c->near[i] : c->near_far;
 }
 
 /*
  * Best first: no running service it avoids (or that avoids it), where it
  * ran before a restart, memory of its own (a memoryless node's pages are
- * all remote); with `near`, room to spare and then nearest its disks; most
- * free memory in eighths, fewest CPUs claimed by running services, then the
- * most free memory exactly and the lowest os index.
+ * all remote); with `near`, nearest its disks among those with room to
+ * spare; most free memory in eighths, fewest CPUs claimed by running
+ * services, then the most free memory exactly and the lowest os index.
  * Returns what decided; *order is -1 when x comes first, else 1.
  */
 static enum rank_by rank_by(const struct ctx *c, size_t x, size_t y, int *order)
@@ -247,12 +257,8 @@ static enum rank_by rank_by(const struct ctx *c, size_t x, size_t y, int *order)
         *order = t->nodes[x].has_memory ? -1 : 1;
         return BY_OWN_MEMORY;
     }
-    if (c->near && roomy(c, x) != roomy(c, y)) {
-        *order = roomy(c, x) ? -1 : 1;
-        return BY_ROOM;
-    }
-    if (c->near && c->near[x] != c->near[y]) {
-        *order = c->near[x] < c->near[y] ? -1 : 1;
+    if (c->near && near_rank(c, x) != near_rank(c, y)) {
+        *order = near_rank(c, x) < near_rank(c, y) ? -1 : 1;
         return BY_NEAR;
     }
     uint64_t fx = free_for(t, x), fy = free_for(t, y);
@@ -284,10 +290,13 @@ static void rank_nodes(struct ctx *c)
     const struct topo *t = c->t;
     c->rank = xrealloc(NULL, (t->nnodes ? t->nnodes : 1) * sizeof(size_t));
     c->claimed_on = xcalloc(t->nnodes ? t->nnodes : 1, sizeof(int));
+    c->claimed_cand = xcalloc(t->nnodes ? t->nnodes : 1, sizeof(int));
     hwloc_bitmap_t on = hwloc_bitmap_alloc();
     for (size_t i = 0; i < t->nnodes; i++) {
         hwloc_bitmap_and(on, t->nodes[i].cpus, c->claimed);
         c->claimed_on[i] = hwloc_bitmap_weight(on);
+        hwloc_bitmap_and(on, on, c->node_cand[i]);
+        c->claimed_cand[i] = hwloc_bitmap_weight(on);
     }
     hwloc_bitmap_free(on);
     c->nrank = 0;
@@ -295,7 +304,12 @@ static void rank_nodes(struct ctx *c)
     for (size_t i = 0; i < t->nnodes; i++)
         if (!hwloc_bitmap_iszero(c->node_cand[i])) {
             c->rank[c->nrank++] = i;
-            most = free_for(t, i) > most ? free_for(t, i) : most;
+            uint64_t f = free_for(t, i);
+            most = f > most ? f : most;
+            if (!hwloc_bitmap_isset(c->shunned_nodes, t->nodes[i].os_index))
+                c->room_most = f > c->room_most ? f : c->room_most;
+            if (c->near)
+                c->near_far = c->near[i] > c->near_far ? c->near[i] : c->near_far;
         }
     c->free_most = most;
     qsort_r(c->rank, c->nrank, sizeof(size_t), cmp_rank, c);
@@ -610,32 +624,48 @@ static void separate_by_cores(struct ctx *c)
     hwloc_bitmap_free(rest);
 }
 
-/* Why no node its disks hang off was chosen: for the first of them this machine shows. */
-static char *why_not_near(const struct ctx *c)
+/*
+ * Why node n, chosen, is none its disks hang off: what the best ranked of
+ * those lost on (rank_by()'s rule), or that none can host its CPUs. NULL
+ * when the machine shows none of them.
+ */
+static char *why_not_near(const struct ctx *c, size_t n)
 {
     const struct topo *t = c->t;
+    for (size_t r = 0; r < c->nrank; r++) {
+        size_t k = c->rank[r];
+        unsigned id = t->nodes[k].os_index;
+        if (!hwloc_bitmap_isset(c->near_nodes, id))
+            continue;
+        int order;
+        enum rank_by by = rank_by(c, n, k, &order);
+        if (by >= BY_NEAR && !roomy(c, k)) /* it may tie with the farthest, and lose later */
+            by = BY_NEAR;
+        switch (by) {
+        case BY_APART:
+            return xasprintf("node %u, which the disk hangs off, holds %s", id, c->shunned_names);
+        case BY_PREVIOUS:
+            return xasprintf("it ran elsewhere before it was restarted");
+        case BY_OWN_MEMORY:
+            return xasprintf("node %u, which the disk hangs off, has no memory of its own", id);
+        case BY_NEAR:
+            return xasprintf("node %u, which the disk hangs off, lacks room to spare: %.1f GiB "
+                             "free against the roomiest's %.1f GiB, %d of its %d candidate CPUs "
+                             "claimed",
+                             id, gib(free_for(t, k)), gib(c->room_most), c->claimed_cand[k],
+                             hwloc_bitmap_weight(c->node_cand[k]));
+        default: /* n is as near as k: another disk's node, or a rule after nearness */
+            return NULL;
+        }
+    }
     unsigned id;
     hwloc_bitmap_foreach_begin(id, c->near_nodes)
     {
-        int k = topo_node_index(t, id);
-        if (k < 0)
-            continue;
-        bool ranked = false;
-        for (size_t i = 0; i < c->nrank; i++)
-            ranked |= c->rank[i] == (size_t)k;
-        if (!ranked)
-            return xasprintf("node %u has no usable CPU", id);
-        if (hwloc_bitmap_isset(c->shunned_nodes, id))
-            return xasprintf("%s runs on node %u", c->shunned_names, id);
-        if (c->prev && !hwloc_bitmap_isset(c->prev->nodes, id))
-            return xasprintf("it ran elsewhere before it was restarted");
-        if (!t->nodes[k].has_memory)
-            return xasprintf("node %u has no memory of its own", id);
-        return xasprintf("node %u lacks room to spare: %.1f GiB free, %d of its CPUs claimed", id,
-                         gib(free_for(t, (size_t)k)), c->claimed_on[k]);
+        if (topo_node_index(t, id) >= 0)
+            return xasprintf("node %u, which the disk hangs off, has no usable CPU", id);
     }
     hwloc_bitmap_foreach_end();
-    return xstrdup("its disks' nodes are not here");
+    return NULL;
 }
 
 /* Why the best ranked node won over the next one, in cmp_rank()'s terms. */
@@ -672,21 +702,13 @@ static void note_node_choice(struct ctx *c, size_t n)
     case BY_APART:
         note(c->pl, NOTE_INFO, "node %u: no service it keeps apart from runs there", id);
         break;
-    case BY_ROOM:
-        note(c->pl, NOTE_INFO,
-             "node %u: room to spare, which node %u, nearer the disk under %s, lacks (%.1f GiB "
-             "free, %d of its CPUs claimed)",
-             id, t->nodes[r].os_index, c->near_path, gib(free_for(t, r)), c->claimed_on[r]);
-        break;
     case BY_NEAR:
-        if (hwloc_bitmap_isset(c->near_nodes, id)) {
+        if (hwloc_bitmap_isset(c->near_nodes, id))
             note(c->pl, NOTE_INFO, "node %u: the disk under %s hangs off it", id, c->near_path);
-        } else {
-            char *why = why_not_near(c);
-            note(c->pl, NOTE_INFO, "node %u: the nearest to the disk under %s (distance %u; %s)",
-                 id, c->near_path, c->near[n], why);
-            free(why);
-        }
+        else
+            note(c->pl, NOTE_INFO,
+                 "node %u: the nearest with room to spare to the disk under %s (distance %u)", id,
+                 c->near_path, c->near[n]);
         break;
     case BY_PREVIOUS:
         note(c->pl, NOTE_INFO, "node %u: where this service ran before it was restarted", id);
@@ -787,7 +809,11 @@ static bool ranks_previous(const struct ctx *c, size_t want)
     return true;
 }
 
-/* Where `near` could not decide, or the group chosen leaves its nearest node out: said. */
+/*
+ * What became of `near`: nothing to decide where every node is taken or
+ * all are as near; a group that leaves the nearest node out; a node chosen
+ * that no disk hangs off, and why the disks' own lost.
+ */
 static void note_near_outcome(const struct ctx *c, const size_t *chosen, size_t want)
 {
     size_t best = c->rank[0];
@@ -797,21 +823,26 @@ static void note_near_outcome(const struct ctx *c, const size_t *chosen, size_t 
         if (c->near[c->rank[k]] < c->near[best])
             best = c->rank[k];
     }
-    if (c->nrank > 1 && want == c->nrank)
+    if (c->nrank > 1 && want == c->nrank) {
         note(c->pl, NOTE_INFO, "near decides nothing: it takes every node that can host its CPUs");
-    else if (c->nrank > 1 && alike)
+    } else if (c->nrank > 1 && alike) {
         note(c->pl, NOTE_INFO,
              "near decides nothing: every candidate node is as near the disk under %s",
              c->near_path);
-    else if (want > 1) {
+    } else if (want > 1) {
         bool in = false;
         for (size_t k = 0; k < want; k++)
             in |= c->near[chosen[k]] == c->near[best];
         if (!in)
             note(c->pl, NOTE_INFO,
-                 "near: the group of %zu leaves out node %u, the nearest to the disk under %s, "
-                 "for a closer or better ranked one",
+                 "near: the group of %zu leaves out node %u, the nearest to the disk under %s: "
+                 "the closest group by the distance matrix comes first",
                  want, c->t->nodes[best].os_index, c->near_path);
+    } else if (want == 1 && !hwloc_bitmap_isset(c->near_nodes, c->t->nodes[chosen[0]].os_index)) {
+        char *why = why_not_near(c, chosen[0]);
+        if (why)
+            note(c->pl, NOTE_INFO, "near: %s", why);
+        free(why);
     }
 }
 
@@ -838,8 +869,6 @@ static void choose_nodes(struct ctx *c)
 
     for (size_t k = 0; k < want; k++)
         hwloc_bitmap_set(pl->nodes, t->nodes[chosen[k]].os_index);
-    if (c->near)
-        note_near_outcome(c, chosen, want);
 
     if (p->placement.nodes != 0 && p->placement.cpus == CPUS_ALL &&
         p->placement.memory == MEM_LOCAL) {
@@ -867,6 +896,8 @@ static void choose_nodes(struct ctx *c)
                                  : " by the distance matrix");
         free(list);
     }
+    if (c->near)
+        note_near_outcome(c, chosen, want);
     free(chosen);
 }
 
@@ -2025,6 +2056,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     free(c.node_cand);
     free(c.rank);
     free(c.claimed_on);
+    free(c.claimed_cand);
     free(c.near);
     free(c.conflict);
     free(c.yields);

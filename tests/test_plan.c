@@ -1494,13 +1494,11 @@ static void test_near_its_disk(void **state)
         /* the disk's own node, over more free memory elsewhere */
         {"0", "0", "node 0: the disk under /srv hangs off it"},
         /* on the CPU-less node 2: the nearest node with CPUs, by distance (0: 25, 3: 30) */
-        {"2", "0",
-         "node 0: the nearest to the disk under /srv (distance 25; node 2 has no usable "
-         "CPU)"},
+        {"2", "0", "node 0: the nearest with room to spare to the disk under /srv (distance 25)"},
+        {"2", "0", "near: node 2, which the disk hangs off, has no usable CPU"},
         /* on the memoryless node 1: the nearest with memory of its own (3, at 12) */
-        {"1", "3",
-         "node 3: the nearest to the disk under /srv (distance 12; node 1 has no memory "
-         "of its own)"},
+        {"1", "3", "node 3: the nearest with room to spare to the disk under /srv (distance 12)"},
+        {"1", "3", "near: node 1, which the disk hangs off, has no memory of its own"},
         /* disks on two nodes: either is as near; the memoryless node 1 is not (12) */
         {"0,3", "3", "node 3: most free memory"},
         /* a node the topology does not show (outside the cpuset) is said, and decides nothing */
@@ -1514,33 +1512,59 @@ static void test_near_its_disk(void **state)
         plan_free(&pl);
     }
 
-    /* room to spare comes first: a disk's node with under half the most free memory */
+    /* room to spare: a disk's node with under half the most free memory loses its nearness */
     t.nodes[3].mem_free = 20 * GIB;
     struct plan pl = plan_near(&mysql, &t, NULL, 0, NULL, "0");
     assert_nodes_said(&pl, "3",
-                      "node 3: room to spare, which node 0, nearer the disk under /srv, lacks "
-                      "(8.0 GiB free, 0 of its CPUs claimed)",
+                      "near: node 0, which the disk hangs off, lacks room to spare: 8.0 GiB free "
+                      "against the roomiest's 20.0 GiB, 0 of its 4 candidate CPUs claimed",
                       "short of memory");
+    plan_free(&pl);
+    /* ... and a disk's node with room is never called farther than a crowded one */
+    pl = plan_near(&mysql, &t, NULL, 0, NULL, "3");
+    assert_nodes_said(&pl, "3", "node 3: the disk under /srv hangs off it", "roomy disk node");
     plan_free(&pl);
     t.nodes[3].mem_free = 14 * GIB;
     /* ... or less than memory_size */
     struct profile sized = load_profile(
         "mysql", (const char *const[]){"placement.near=/srv", "placement.memory_size=10G", NULL});
     pl = plan_near(&sized, &t, NULL, 0, NULL, "0");
-    assert_nodes_said(&pl, "3", "which node 0, nearer the disk under /srv, lacks", "memory_size");
+    assert_nodes_said(&pl, "3", "near: node 0, which the disk hangs off, lacks room to spare",
+                      "memory_size");
     plan_free(&pl);
     profile_free(&sized);
-    /* ... or more than half its CPUs claimed: a second mysql does not stack on the first */
-    struct claim k = live("mysql", "0-3", "0", false, "nginx");
+    /* ... or more than half its candidate CPUs claimed: a second mysql does not stack on the
+     * first; half is still room */
+    static const struct {
+        const char *cpus, *nodes, *note;
+        bool exclusive;
+    } claims[] = {
+        {"0-3", "3", "4 of its 4 candidate CPUs claimed", false},
+        {"0-2", "3", "3 of its 4 candidate CPUs claimed", false},
+        {"0-1", "0", "node 0: the disk under /srv hangs off it", false},
+        /* an exclusive claim's CPUs are no candidates: the other two are free */
+        {"0-1", "0", "node 0: the disk under /srv hangs off it", true},
+    };
+    for (size_t i = 0; i < sizeof(claims) / sizeof(claims[0]); i++) {
+        struct claim k = live("redis", claims[i].cpus, "0", claims[i].exclusive, NULL);
+        pl = plan_near(&mysql, &t, &k, 1, NULL, "0");
+        assert_nodes_said(&pl, claims[i].nodes, claims[i].note, claims[i].cpus);
+        plan_free(&pl);
+        claim_free(&k);
+    }
+    /* ... counted among its candidates: CPUs outside the inherited affinity do not count */
+    struct claim k = live("redis", "2-3", "0", false, NULL);
+    hwloc_bitmap_list_sscanf(t.binding, "0-1,4-11");
     pl = plan_near(&mysql, &t, &k, 1, NULL, "0");
-    assert_nodes_said(&pl, "3", "lacks (8.0 GiB free, 4 of its CPUs claimed)", "claimed");
+    assert_nodes_said(&pl, "0", "node 0: the disk under /srv hangs off it", "affinity");
     plan_free(&pl);
+    hwloc_bitmap_copy(t.binding, t.cpus);
     claim_free(&k);
 
-    /* keeping apart comes first, and the note names who holds the disk's node */
+    /* keeping apart comes first, and a note names who holds the disk's node */
     k = live("nginx", "0-3", "0", false, "mysql");
-    pl = plan_near(&mysql, &t, &k, 1, NULL, "2");
-    assert_nodes_said(&pl, "3", "node 3: memory of its own (node 1 has none", "apart");
+    pl = plan_near(&mysql, &t, &k, 1, NULL, "0");
+    assert_nodes_said(&pl, "3", "near: node 0, which the disk hangs off, holds nginx", "apart");
     assert_false(hwloc_bitmap_intersects(pl.cpus, k.cpus));
     plan_free(&pl);
     claim_free(&k);
@@ -1549,6 +1573,7 @@ static void test_near_its_disk(void **state)
     struct claim prev = live("mysql", "8-11", "3", false, "nginx");
     pl = plan_near(&mysql, &t, NULL, 0, &prev, "0");
     assert_nodes_said(&pl, "3", "where this service ran before it was restarted", "restart");
+    assert_true(has_note(&pl, "near: it ran elsewhere before it was restarted"));
     plan_free(&pl);
     claim_free(&prev);
 
@@ -1557,7 +1582,8 @@ static void test_near_its_disk(void **state)
         "mysql", (const char *const[]){"placement.near=/srv", "placement.nodes=2", NULL});
     pl = plan_near(&two, &t, NULL, 0, NULL, "0");
     assert_nodes_said(&pl, "1,3",
-                      "near: the group of 2 leaves out node 0, the nearest to the disk under /srv",
+                      "near: the group of 2 leaves out node 0, the nearest to the disk under "
+                      "/srv: the closest group by the distance matrix comes first",
                       "nodes = 2");
     plan_free(&pl);
     profile_free(&two);
@@ -1598,6 +1624,26 @@ static void test_near_its_disk(void **state)
                       "near decides nothing: every candidate node is as near the disk under /srv",
                       "alike");
     plan_free(&pl);
+    /* as near, room decides nothing either: node 0, crowded but with twice the memory, still
+     * wins on free memory as it would without near */
+    t.nodes[0].mem_free = 2 * t.nodes[1].mem_free + 2 * GIB;
+    k = live("redis", "0-2", "0", false, NULL);
+    pl = plan_near(&mysql, &t, &k, 1, NULL, "0-1");
+    assert_nodes_said(&pl, "0", "near decides nothing", "alike, crowded");
+    plan_free(&pl);
+    claim_free(&k);
+    topo_free(&t);
+
+    /* the bar for room is the roomiest node it may use: not one a service it avoids holds */
+    t = load_topo("synthetic:pack:3 numa:1 core:4 pu:1");
+    static const uint64_t gibs[3] = {100, 40, 60};
+    for (size_t i = 0; i < 3; i++)
+        t.nodes[i].mem_free = gibs[i] * GIB;
+    k = live("nginx", "0-3", "0", false, "mysql");
+    pl = plan_near(&mysql, &t, &k, 1, NULL, "1");
+    assert_nodes_said(&pl, "1", "node 1: the disk under /srv hangs off it", "bar");
+    plan_free(&pl);
+    claim_free(&k);
     profile_free(&mysql);
     topo_free(&t);
 }
