@@ -149,11 +149,8 @@ bool disk_of_path(const char *root, const char *path, unsigned *maj, unsigned *m
  */
 static int node_up(const char *root, const char *resolved)
 {
-    /* resolved is a real path: so must the root be (a fixture under a link, or with a '/') */
-    char *real_root = strcmp(root, "/") != 0 ? realpath(root, NULL) : NULL;
     char *dir = xstrdup(resolved), top[4096], buf[32];
-    snprintf(top, sizeof(top), "%s/sys/devices/", real_root ? real_root : prefix(root));
-    free(real_root);
+    snprintf(top, sizeof(top), "%s/sys/devices/", prefix(root));
     size_t n = strlen(top);
     int node = -1;
     for (char *slash; node < 0 && strncmp(dir, top, n) == 0 &&
@@ -304,7 +301,15 @@ struct disk *disk_leaves(const char *root, unsigned maj, unsigned min, size_t *n
 {
     struct disk *out = NULL;
     *n = 0;
-    leaves(root, maj, min, 0, &out, n);
+    /*
+     * The walk compares the real paths sysfs's links lead to with the root,
+     * so a fixture's root must be a real path too (no link, "." or '/' at
+     * its end, and absolute).
+     */
+    char *real = strcmp(root, "/") != 0 ? realpath(root, NULL) : NULL;
+    if (strcmp(root, "/") == 0 || real)
+        leaves(real ? real : root, maj, min, 0, &out, n);
+    free(real);
     return out;
 }
 

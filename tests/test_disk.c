@@ -235,6 +235,29 @@ static void test_of_path_under_a_root(void **state)
 }
 
 /* The 70 disks under md9: the walk tells 64 apart. */
+/* A root given with a '/' at its end, or as a relative path, is the same tree. */
+static void test_root_spelled_otherwise(void **state)
+{
+    (void)state;
+    char saved[sizeof(root)], cwd[4096];
+    memcpy(saved, root, sizeof(root));
+    /* with a '/' at its end */
+    assert_true(strlen(saved) + 2 <= sizeof(root));
+    strcat(root, "/");
+    char *got = leaves_of(259, 0);
+    assert_string_equal(got, "nvme0n1:1");
+    free(got);
+    /* relative to the current directory */
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    assert_int_equal(chdir("/tmp"), 0);
+    memmove(root, saved + strlen("/tmp/"), strlen(saved) - strlen("/tmp/") + 1);
+    got = leaves_of(259, 0);
+    assert_int_equal(chdir(cwd), 0);
+    memcpy(root, saved, sizeof(root));
+    assert_string_equal(got, "nvme0n1:1");
+    free(got);
+}
+
 static void test_many(void **state)
 {
     (void)state;
@@ -292,6 +315,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_leaves),
         cmocka_unit_test(test_of_path_under_a_root),
+        cmocka_unit_test(test_root_spelled_otherwise),
         cmocka_unit_test(test_many),
         cmocka_unit_test(test_said),
     };
