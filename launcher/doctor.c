@@ -38,6 +38,7 @@ struct doc {
     const char *root;
     const struct profile *p;
     const char *data_dir;
+    bool data_from_near; /* data_dir is the profile's near, not --data-dir */
     struct finding *v;
     size_t n;
     char disk[64]; /* the data directory's disk, once check_io() found it */
@@ -685,8 +686,9 @@ static void check_container(struct doc *d)
 
 static void print_text(FILE *out, const struct doc *d, enum severity worst)
 {
-    fprintf(out, "tunerun doctor%s%s: root %s%s%s\n", d->p ? " " : "", d->p ? d->p->name : "",
-            d->root, d->data_dir ? ", data " : "", d->data_dir ? d->data_dir : "");
+    fprintf(out, "tunerun doctor%s%s: root %s%s%s%s\n", d->p ? " " : "", d->p ? d->p->name : "",
+            d->root, d->data_dir ? ", data " : "", d->data_dir ? d->data_dir : "",
+            d->data_from_near ? " (the profile's near)" : "");
     for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
         bool any = false;
         for (size_t i = 0; i < d->n; i++) {
@@ -713,6 +715,7 @@ static void print_json(FILE *out, const struct doc *d, enum severity worst)
     json_field(out, "{\"profile\": ", d->p ? d->p->name : NULL);
     json_field(out, ", \"root\": ", d->root);
     json_field(out, ", \"data_dir\": ", d->data_dir);
+    fprintf(out, ", \"data_dir_from_near\": %s", d->data_from_near ? "true" : "false");
     fprintf(out, ", \"worst\": \"%s\", \"findings\": [", sev_name(worst));
     for (size_t i = 0; i < d->n; i++) {
         const struct finding *f = &d->v[i];
@@ -782,13 +785,24 @@ int doctor_run(FILE *out, const char *root, const struct profile *p, const char 
 {
     if (!usable(root, data_dir))
         return DOCTOR_EXIT_UNUSABLE;
-    /* the profile's near is where the service keeps its data: its disk, if it is there */
-    char why[256];
+    /*
+     * The profile's near is where the service keeps its data: its disk is
+     * audited when it is a directory here, or under --root when that host
+     * mounts something there other than / (of a fixture only /proc and /sys
+     * are known, not its files).
+     */
+    char why[256], mnt[4096];
+    unsigned maj, min;
     bool here = root == NULL || strcmp(root, "/") == 0;
-    if (data_dir == NULL && p && p->placement.near &&
-        (!here || is_dir(p->placement.near, why, sizeof(why))))
-        data_dir = p->placement.near;
-    struct doc d = {.root = root ? root : "/", .p = p, .data_dir = data_dir};
+    const char *near = p ? p->placement.near : NULL;
+    bool from_near =
+        data_dir == NULL && near &&
+        (here ? is_dir(near, why, sizeof(why))
+              : disk_of_path(root, near, &maj, &min, mnt, sizeof(mnt)) && strcmp(mnt, "/") != 0);
+    struct doc d = {.root = root ? root : "/",
+                    .p = p,
+                    .data_dir = from_near ? near : data_dir,
+                    .data_from_near = from_near};
     check_cpu(&d);
     check_numa(&d);
     check_io(&d); /* before memory: the dirty pages are judged against this disk */
