@@ -13,7 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/btrfs.h>
+#include <linux/magic.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -320,6 +324,50 @@ void disk_free(struct disk *d, size_t n)
     free(d);
 }
 
+/*
+ * A btrfs over several devices: the disks under each of them, as
+ * /sys/fs/btrfs/FSID/devices lists them (its mount names only one).
+ * NULL when path is on no such filesystem. Only a directory or a regular
+ * file is opened, to ask btrfs for its fsid.
+ */
+static struct disk *btrfs_leaves(const char *path, size_t *n)
+{
+    struct statfs sf;
+    struct stat st;
+    *n = 0;
+    if (statfs(path, &sf) != 0 || sf.f_type != BTRFS_SUPER_MAGIC || stat(path, &st) != 0 ||
+        !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+        return NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    struct btrfs_ioctl_fs_info_args info;
+    memset(&info, 0, sizeof(info));
+    bool ok = fd >= 0 && ioctl(fd, BTRFS_IOC_FS_INFO, &info) == 0 && info.num_devices > 1;
+    if (fd >= 0)
+        close(fd);
+    if (!ok)
+        return NULL;
+    const unsigned char *u = info.fsid;
+    char dir[128];
+    snprintf(dir, sizeof(dir),
+             "/sys/fs/btrfs/%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x/"
+             "devices",
+             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+             u[14], u[15]);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    struct disk *out = NULL;
+    while (d && (e = readdir(d)) != NULL) {
+        unsigned maj, min;
+        char rel[512];
+        snprintf(rel, sizeof(rel), "%.200s/dev", e->d_name);
+        if (e->d_name[0] != '.' && dev_of(dir, rel, &maj, &min))
+            leaves("/", maj, min, 0, &out, n);
+    }
+    if (d)
+        closedir(d);
+    return out;
+}
+
 #define NEAR_SHOWN 8 /* disks a plan names one by one */
 
 void disk_nodes(const char *root, const char *path, hwloc_bitmap_t nodes, char **what)
@@ -331,8 +379,12 @@ void disk_nodes(const char *root, const char *path, hwloc_bitmap_t nodes, char *
         *what = xasprintf("%s: %s", path, strerror(errno));
         return;
     }
-    size_t n;
-    struct disk *d = disk_leaves(root, maj, min, &n);
+    size_t n = 0;
+    struct disk *d = strcmp(root, "/") == 0 ? btrfs_leaves(path, &n) : NULL;
+    if (n == 0) {
+        free(d);
+        d = disk_leaves(root, maj, min, &n);
+    }
     if (n == 0) {
         /* the mount, to say what it is: read only now, as a disk's own device never needs it */
         if (!disk_of_path(root, path, &maj, &min, mnt, sizeof(mnt)))
