@@ -1995,6 +1995,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     pl->profile = in->profile->name;
     pl->cgroup = in->cgroup;
     pl->privs = in->privs;
+    pl->near = in->profile->placement.near ? in->near : NULL;
     if (in->privs && in->privs->caps && (!in->privs->change_id || in->privs->uid == 0))
         note(pl, NOTE_INFO,
              "security: the service keeps uid 0: with fewer capabilities it still owns root's "

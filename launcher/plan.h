@@ -102,8 +102,9 @@ struct plan {
     struct plan_shrink *shrinks; /* applied by main after every step but the cgroup one */
     size_t nshrinks;
     bool degraded; /* some warning: the profile is not fully honoured (--strict refuses) */
-    const struct cgroup *cgroup; /* where it stands (plan_input's; borrowed), NULL if unknown */
-    const struct privs *privs;   /* who it runs as (plan_input's; borrowed), NULL: unchanged */
+    const struct cgroup *cgroup;  /* where it stands (plan_input's; borrowed), NULL if unknown */
+    const struct privs *privs;    /* who it runs as (plan_input's; borrowed), NULL: unchanged */
+    const struct plan_near *near; /* the profile's near looked up (plan_input's; borrowed) */
 };
 
 /* The profile's `near` looked up on this machine (disk_nodes()). */

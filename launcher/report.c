@@ -241,7 +241,20 @@ void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, co
     json_list(f, pl->nodeless);
     fprintf(f, ", \"memory_nodes\": ");
     json_list(f, pl->mem_nodes);
-    fprintf(f, ", \"memory_policy\": \"%s\"},\n", plan_mpol_name(pl->mpol));
+    fprintf(f, ", \"memory_policy\": \"%s\"", plan_mpol_name(pl->mpol));
+    /* near: the path (null: none), what was found on this machine (null: not looked up) */
+    if (p->placement.near)
+        json_field(f, ", \"near\": ", p->placement.near);
+    else
+        fputs(", \"near\": null", f);
+    if (pl->near) {
+        fprintf(f, ", \"near_nodes\": ");
+        json_list(f, pl->near->nodes);
+        json_field(f, ", \"near_found\": ", pl->near->what);
+    } else {
+        fputs(", \"near_nodes\": null, \"near_found\": null", f);
+    }
+    fprintf(f, "},\n");
     if (pl->cgroup) {
         const struct cgroup *cg = pl->cgroup;
         fprintf(f, "  \"cgroup\": {\"mode\": \"%s\", \"memory\": ", cgroup_mode_name(cg->mode));
