@@ -28,22 +28,6 @@ static const char *prefix(const char *root)
     return strcmp(root, "/") == 0 ? "" : root;
 }
 
-/*
- * A file of a fixture tree, opened only when it is a regular file: a FIFO
- * or a link to /dev/zero planted there must not hang or flood a read.
- */
-static FILE *open_regular(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0)
-        return NULL;
-    FILE *f = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? fdopen(fd, "r") : NULL;
-    if (f == NULL)
-        close(fd);
-    return f;
-}
-
 /* Which mount of mountinfo a path is on. */
 struct mount_key {
     bool by_id; /* its mount ID (statx's stx_mnt_id, mountinfo's first field) */
@@ -58,7 +42,7 @@ static bool mount_of(const char *root, const char *path, const struct mount_key 
 {
     char full[4096];
     snprintf(full, sizeof(full), "%s/proc/self/mountinfo", prefix(root));
-    FILE *f = open_regular(full);
+    FILE *f = fopen_regular(full);
     char *line = NULL;
     size_t cap = 0, best = 0;
     bool found = false;
@@ -162,7 +146,7 @@ static int node_up(const char *root, const char *resolved)
          *slash = '\0') {
         char file[8192], *end;
         snprintf(file, sizeof(file), "%s/numa_node", dir);
-        if (read_line_file(file, buf, sizeof(buf))) {
+        if (read_line_regular(file, buf, sizeof(buf))) {
             long v = strtol(buf, &end, 10);
             if (end != buf && *end == '\0' && v >= 0 && (unsigned long)v <= BITMAP_MAX_INDEX)
                 node = (int)v;
@@ -241,7 +225,7 @@ static bool dev_of(const char *dir, const char *rel, unsigned *maj, unsigned *mi
 {
     char path[8192], buf[64];
     snprintf(path, sizeof(path), "%s/%s", dir, rel);
-    return read_line_file(path, buf, sizeof(buf)) && sscanf(buf, "%u:%u", maj, min) == 2;
+    return read_line_regular(path, buf, sizeof(buf)) && sscanf(buf, "%u:%u", maj, min) == 2;
 }
 
 static bool has(const char *dir, const char *rel)
@@ -328,20 +312,21 @@ void disk_free(struct disk *d, size_t n)
  * A btrfs over several devices: the disks under each of them, as
  * /sys/fs/btrfs/FSID/devices lists them (its mount names only one).
  * NULL when path is on no such filesystem. Only a directory or a regular
- * file is opened, to ask btrfs for its fsid.
+ * file is opened (open_inert()), to ask btrfs for its fsid; for anything
+ * else the mount's device stands for the filesystem.
  */
 static struct disk *btrfs_leaves(const char *path, size_t *n)
 {
     struct statfs sf;
-    struct stat st;
     *n = 0;
-    if (statfs(path, &sf) != 0 || sf.f_type != BTRFS_SUPER_MAGIC || stat(path, &st) != 0 ||
-        !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+    if (statfs(path, &sf) != 0 || sf.f_type != BTRFS_SUPER_MAGIC)
         return NULL;
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    /* the path may be the service user's to change: what is asked is what was checked */
+    int fd = open_inert(path, true);
     struct btrfs_ioctl_fs_info_args info;
     memset(&info, 0, sizeof(info));
-    bool ok = fd >= 0 && ioctl(fd, BTRFS_IOC_FS_INFO, &info) == 0 && info.num_devices > 1;
+    bool ok = fd >= 0 && fstatfs(fd, &sf) == 0 && sf.f_type == BTRFS_SUPER_MAGIC &&
+              ioctl(fd, BTRFS_IOC_FS_INFO, &info) == 0 && info.num_devices > 1;
     if (fd >= 0)
         close(fd);
     if (!ok)

@@ -149,17 +149,47 @@ int read_fd_text(int fd, size_t max, char **text, size_t *len)
     return 0;
 }
 
-bool read_line_file(const char *path, char *buf, size_t n)
+int open_inert(const char *path, bool dirs)
 {
-    /* O_NONBLOCK and a regular file only: a FIFO in a fixture tree must not hang a read */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    /*
+     * O_PATH opens nothing a driver sees; the descriptor it gives is then
+     * reopened through /proc, which opens that very inode: no name can be
+     * swapped for a device between the check and the open.
+     */
+    int at = open(path, O_PATH | O_CLOEXEC);
     struct stat st;
-    if (fd < 0)
-        return false;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return false;
+    if (at < 0)
+        return -1;
+    if (fstat(at, &st) < 0 || !(S_ISREG(st.st_mode) || (dirs && S_ISDIR(st.st_mode)))) {
+        close(at);
+        errno = EINVAL;
+        return -1;
     }
+    char self[64];
+    snprintf(self, sizeof(self), "/proc/self/fd/%d", at);
+    int fd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    int saved = errno;
+    close(at);
+    errno = saved;
+    return fd;
+}
+
+int open_regular(const char *path)
+{
+    return open_inert(path, false);
+}
+
+FILE *fopen_regular(const char *path)
+{
+    int fd = open_regular(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (f == NULL && fd >= 0)
+        close(fd);
+    return f;
+}
+
+static bool read_line_fd(int fd, char *buf, size_t n)
+{
     ssize_t r;
     do
         r = read(fd, buf, n - 1);
@@ -170,6 +200,26 @@ bool read_line_file(const char *path, char *buf, size_t n)
     buf[r] = '\0';
     buf[strcspn(buf, "\n")] = '\0';
     return true;
+}
+
+bool read_line_file(const char *path, char *buf, size_t n)
+{
+    /* O_NONBLOCK and a regular file only: a FIFO must not hang a read */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0)
+        return false;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return false;
+    }
+    return read_line_fd(fd, buf, n);
+}
+
+bool read_line_regular(const char *path, char *buf, size_t n)
+{
+    int fd = open_regular(path);
+    return fd >= 0 && read_line_fd(fd, buf, n);
 }
 
 void mountinfo_unescape(char *s)

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 
@@ -45,6 +46,21 @@ void mountinfo_unescape(char *s);
 
 /* The first line of a small file (a sysfs or procfs value), without "\n". */
 bool read_line_file(const char *path, char *buf, size_t n);
+
+/*
+ * A file of a tree someone else made (doctor's --root, a fixture, a path a
+ * service user can change), opened for reading only when it is a regular
+ * file (or, with dirs, a directory), checked on the very inode opened: a
+ * link there to a device must not be opened (a watchdog starts counting, a
+ * tape rewinds), nor a FIFO hang the read. Returns an fd, or -1 with errno
+ * (EINVAL: something else). Needs /proc.
+ */
+int open_inert(const char *path, bool dirs);
+int open_regular(const char *path); /* open_inert(path, false) */
+/* The same, as a stream. */
+FILE *fopen_regular(const char *path);
+/* read_line_file() through open_regular(). */
+bool read_line_regular(const char *path, char *buf, size_t n);
 
 /* This boot's id (/proc/sys/kernel/random/boot_id), read once per process; NULL if none. */
 const char *boot_id(void);
