@@ -1525,14 +1525,6 @@ static void test_near_its_disk(void **state)
     assert_nodes_said(&pl, "3", "node 3: the disk under /srv hangs off it", "roomy disk node");
     plan_free(&pl);
     t.nodes[3].mem_free = 14 * GIB;
-    /* ... or less than memory_size */
-    struct profile sized = load_profile(
-        "mysql", (const char *const[]){"placement.near=/srv", "placement.memory_size=10G", NULL});
-    pl = plan_near(&sized, &t, NULL, 0, NULL, "0");
-    assert_nodes_said(&pl, "3", "near: node 0, which the disk hangs off, lacks room to spare",
-                      "memory_size");
-    plan_free(&pl);
-    profile_free(&sized);
     /* ... or more than half its candidate CPUs claimed: a second mysql does not stack on the
      * first; half is still room */
     static const struct {
@@ -1577,25 +1569,29 @@ static void test_near_its_disk(void **state)
     plan_free(&pl);
     claim_free(&prev);
 
-    /* nodes = 2: the closest pair (1, 3) leaves the disk's node 0 out, which is said */
-    struct profile two = load_profile(
-        "mysql", (const char *const[]){"placement.near=/srv", "placement.nodes=2", NULL});
-    pl = plan_near(&two, &t, NULL, 0, NULL, "0");
-    assert_nodes_said(&pl, "1,3",
-                      "near: the group of 2 leaves out node 0, the nearest to the disk under "
-                      "/srv: the closest group by the distance matrix comes first",
-                      "nodes = 2");
-    plan_free(&pl);
-    profile_free(&two);
-    /* every node: near decides nothing */
-    struct profile all = load_profile(
-        "mysql", (const char *const[]){"placement.near=/srv", "placement.nodes=all", NULL});
-    pl = plan_near(&all, &t, NULL, 0, NULL, "0");
-    assert_nodes_said(&pl, "0-1,3",
-                      "near decides nothing: it takes every node that can host its CPUs",
-                      "nodes = all");
-    plan_free(&pl);
-    profile_free(&all);
+    /* the profile set otherwise, the disk on node 0 */
+    static const struct {
+        const char *set, *nodes, *note;
+    } variants[] = {
+        /* room to spare takes memory_size too */
+        {"placement.memory_size=10G", "3",
+         "near: node 0, which the disk hangs off, lacks room to spare"},
+        /* nodes = 2: the closest pair (1, 3) leaves the disk's node 0 out, which is said */
+        {"placement.nodes=2", "1,3",
+         "near: the group of 2 leaves out node 0, the nearest to the disk under /srv: the "
+         "closest group by the distance matrix comes first"},
+        /* every node: near decides nothing */
+        {"placement.nodes=all", "0-1,3",
+         "near decides nothing: it takes every node that can host its CPUs"},
+    };
+    for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
+        struct profile v = load_profile(
+            "mysql", (const char *const[]){"placement.near=/srv", variants[i].set, NULL});
+        pl = plan_near(&v, &t, NULL, 0, NULL, "0");
+        assert_nodes_said(&pl, variants[i].nodes, variants[i].note, variants[i].set);
+        plan_free(&pl);
+        profile_free(&v);
+    }
 
     /* another machine's topology: the disks of this one say nothing of it */
     pl = make_plan(&mysql, &t, NULL);
