@@ -74,13 +74,17 @@ static bool has_word(const char *list, const char *word, char sep)
 #define FILE_MAX (1 << 20) /* a cgroup file or path longer than this is no list of ours */
 
 /* DIR/FILE's text (at most max bytes) without its trailing newline, or NULL. */
-static char *read_text(const char *dir, const char *file, size_t max)
+/*
+ * All of dir/file, without trailing white space; a tree someone else made
+ * (foreign: doctor's --root) through open_regular(), so that a link there
+ * to a device is never opened.
+ */
+static char *read_file_text(const char *dir, const char *file, size_t max, bool foreign)
 {
     char path[4096], *text = NULL;
     size_t len;
     snprintf(path, sizeof(path), "%s/%s", dir, file);
-    /* doctor reads a --root tree's through here: a link there to a device is never opened */
-    int fd = open_regular(path);
+    int fd = foreign ? open_regular(path) : open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return NULL;
     if (read_fd_text(fd, max, &text, &len) != 0)
@@ -89,6 +93,12 @@ static char *read_text(const char *dir, const char *file, size_t max)
     while (text && len > 0 && isspace((unsigned char)text[len - 1]))
         text[--len] = '\0';
     return text;
+}
+
+/* This system's kernel files: opened plainly, as a launch reads several. */
+static char *read_text(const char *dir, const char *file, size_t max)
+{
+    return read_file_text(dir, file, max, false);
 }
 
 /*
@@ -320,8 +330,8 @@ char *cgroup_dir_under(const char *root, const char *option, char **path)
     char *mountinfo = NULL, *cgroups = NULL, *point = NULL, *mroot = NULL, *dir = NULL;
     if (!here) {
         char *proc = xasprintf("%s/proc/self", root);
-        mountinfo = read_text(proc, "mountinfo", 16 << 20);
-        cgroups = read_text(proc, "cgroup", FILE_MAX);
+        mountinfo = read_file_text(proc, "mountinfo", 16 << 20, true); /* doctor's --root */
+        cgroups = read_file_text(proc, "cgroup", FILE_MAX, true);
         free(proc);
     }
     const char *mi = here ? MOUNTINFO() : mountinfo, *cg = here ? SELF_CGROUP() : cgroups;
