@@ -33,14 +33,15 @@ bool disk_of_path(const char *root, const char *path, unsigned *maj, unsigned *m
 
 struct disk {
     unsigned maj, min;
-    char name[64];        /* the kernel's name (nvme0n1, sda, vda), else "maj:min" */
+    char name[64];        /* the kernel's name (nvme0n1, sda, cciss/c0d0) */
     hwloc_bitmap_t nodes; /* the NUMA nodes its IO goes through (see disk.c); empty: none said */
 };
 
 /*
  * The disks under block device maj:min, the ones with a request queue of
  * their own: a partition's whole disk; every device under a device-mapper
- * or md device, in sysfs's order, through at most 8 layers. Sets *n to
+ * or md device, in sysfs's order, through at most 8 layers, and at most
+ * 64 of them. Sets *n to
  * how many (0: nothing with a queue, such as the anonymous devices of
  * tmpfs, overlay or NFS); free them with disk_free().
  */
