@@ -355,14 +355,23 @@ static struct disk *btrfs_leaves(const char *path, size_t *n)
 
 #define NEAR_SHOWN 8 /* disks a plan names one by one */
 
-void disk_nodes(const char *root, const char *path, hwloc_bitmap_t nodes, char **what)
+const char *near_status_name(enum near_status s)
+{
+    static const char *const names[] = {"found", "no_node", "no_disk", "no_path"};
+    return names[s];
+}
+
+enum near_status disk_nodes(const char *root, const char *path, hwloc_bitmap_t nodes, char **what,
+                            struct disk **disks, size_t *np)
 {
     hwloc_bitmap_zero(nodes);
+    *disks = NULL;
+    *np = 0;
     unsigned maj, min, rmaj, rmin;
     char mnt[4096];
     if (!disk_of_path(root, path, &maj, &min, NULL, 0)) {
         *what = xasprintf("%s: %s", path, strerror(errno));
-        return;
+        return NEAR_NO_PATH;
     }
     size_t n = 0;
     struct disk *d = strcmp(root, "/") == 0 ? btrfs_leaves(path, &n) : NULL;
@@ -377,7 +386,7 @@ void disk_nodes(const char *root, const char *path, hwloc_bitmap_t nodes, char *
         *what = xasprintf("%s is on %s (device %u:%u), which is no block device of this machine "
                           "(tmpfs, overlay, NFS, ZFS?)",
                           path, mnt, maj, min);
-        return;
+        return NEAR_NO_DISK;
     }
     for (size_t k = 0; k < n; k++)
         hwloc_bitmap_or(nodes, nodes, d[k].nodes);
@@ -412,5 +421,7 @@ void disk_nodes(const char *root, const char *path, hwloc_bitmap_t nodes, char *
                                   "elsewhere, name that in near"
                                 : "");
     free(list);
-    disk_free(d, n);
+    *disks = d;
+    *np = n;
+    return some ? NEAR_FOUND : NEAR_NO_NODE;
 }

@@ -48,12 +48,24 @@ struct disk {
 struct disk *disk_leaves(const char *root, unsigned maj, unsigned min, size_t *n);
 void disk_free(struct disk *d, size_t n);
 
+/* What `near`'s lookup came to, as plan --json names it (near_status_name()). */
+enum near_status {
+    NEAR_FOUND,   /* disks, and the nodes they hang off */
+    NEAR_NO_NODE, /* disks, but sysfs gives none of them a node */
+    NEAR_NO_DISK, /* the path is on no block device (tmpfs, overlay, NFS, ZFS) */
+    NEAR_NO_PATH, /* the path cannot be resolved (errno in what) */
+};
+const char *near_status_name(enum near_status s);
+
 /*
  * `near`: the NUMA nodes of the disks under path, into nodes (left empty
- * when none is known), and one clause for the plan that says what was
- * found, or why nothing was ("/srv is on nvme0n1 (node 1)"), and when the
- * disk is /'s too; the caller frees it. root as above.
+ * when none is known), the disks themselves into *disks and *n (NULL and
+ * 0 when there are none; free them with disk_free()), and one clause for
+ * the plan that says what was found, or why nothing was ("/srv is on
+ * nvme0n1 (node 1)"), and when the disk is /'s too; the caller frees it.
+ * root as above.
  */
-void disk_nodes(const char *root, const char *path, hwloc_bitmap_t nodes, char **what);
+enum near_status disk_nodes(const char *root, const char *path, hwloc_bitmap_t nodes, char **what,
+                            struct disk **disks, size_t *n);
 
 #endif

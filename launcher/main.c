@@ -991,11 +991,12 @@ int main(int argc, char **argv)
                            p.java.active_processor_count == JAVA_AUTO);
     const struct cgroup *here = o.topology ? NULL : &cg; /* another machine's is unknown */
     /* looked up before the registry is locked: a path on a stalled NFS mount holds one launch */
-    struct plan_near near = {NULL, NULL};
+    struct plan_near near = {0};
     bool near_here = p.placement.near && !o.topology;
     if (near_here) {
         near.nodes = hwloc_bitmap_alloc();
-        disk_nodes("/", p.placement.near, near.nodes, &near.what);
+        near.status =
+            disk_nodes("/", p.placement.near, near.nodes, &near.what, &near.disks, &near.ndisks);
     }
     if (o.verb == VERB_PLAN)
         status = show_plan(&o, &p, &t, &sd, here, wanted ? &pv : NULL, near_here ? &near : NULL);
@@ -1003,6 +1004,7 @@ int main(int argc, char **argv)
         status = run(&o, &p, &t, &sd, here, wanted ? &pv : NULL, near_here ? &near : NULL);
     hwloc_bitmap_free(near.nodes);
     free(near.what);
+    disk_free(near.disks, near.ndisks);
     cgroup_free(&cg);
     privs_free(&pv);
     topo_free(&t);

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "profile.h"
 #include "cgroup.h"
+#include "disk.h"
 #include "privs.h"
 #include "registry.h"
 #include "topo.h"
@@ -111,6 +112,9 @@ struct plan {
 struct plan_near {
     hwloc_bitmap_t nodes; /* os indexes of the nodes its disks hang off; empty: none known */
     char *what;           /* what was found, or why nothing was */
+    enum near_status status;
+    struct disk *disks; /* the disks under it, each with its nodes */
+    size_t ndisks;
 };
 
 struct plan_input {

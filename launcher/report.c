@@ -248,11 +248,22 @@ void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, co
     else
         fputs(", \"near\": null", f);
     if (pl->near) {
-        fprintf(f, ", \"near_nodes\": ");
+        fprintf(f,
+                ", \"near_status\": \"%s\", \"near_nodes\": ", near_status_name(pl->near->status));
         json_list(f, pl->near->nodes);
+        fputs(", \"near_disks\": [", f);
+        for (size_t k = 0; k < pl->near->ndisks; k++) {
+            json_field(f, k ? ", {\"name\": " : "{\"name\": ", pl->near->disks[k].name);
+            fputs(", \"nodes\": ", f);
+            json_list(f, pl->near->disks[k].nodes);
+            fputc('}', f);
+        }
+        fputc(']', f);
         json_field(f, ", \"near_found\": ", pl->near->what);
     } else {
-        fputs(", \"near_nodes\": null, \"near_found\": null", f);
+        fputs(", \"near_status\": null, \"near_nodes\": null, \"near_disks\": null, "
+              "\"near_found\": null",
+              f);
     }
     fprintf(f, "},\n");
     if (pl->cgroup) {

@@ -177,10 +177,9 @@ static int teardown(void **state)
 }
 
 /* "nvme0n1:1 nvme1n1:0": each disk with its nodes, as the walk found them. */
-static char *leaves_of(unsigned maj, unsigned min)
+/* "nvme0n1:1 sda:none": each disk's name and nodes */
+static char *disks_said(const struct disk *d, size_t n)
 {
-    size_t n;
-    struct disk *d = disk_leaves(root, maj, min, &n);
     char *out = xstrdup("");
     for (size_t k = 0; k < n; k++) {
         char *nodes = bitmap_list(d[k].nodes);
@@ -189,6 +188,14 @@ static char *leaves_of(unsigned maj, unsigned min)
         free(out);
         out = more;
     }
+    return out;
+}
+
+static char *leaves_of(unsigned maj, unsigned min)
+{
+    size_t n;
+    struct disk *d = disk_leaves(root, maj, min, &n);
+    char *out = disks_said(d, n);
     disk_free(d, n);
     return out;
 }
@@ -272,33 +279,45 @@ static void test_said(void **state)
 {
     (void)state;
     static const struct {
-        const char *path, *nodes, *what;
+        const char *path, *nodes;
+        enum near_status status;
+        const char *disks, *what; /* disks: each one's name:nodes, as leaves_of() */
     } cases[] = {
-        {"/var/lib/mysql/db", "0-1", "/var/lib/mysql/db is on nvme0n1 (node 1), nvme1n1 (node 0)"},
-        {"/etc", "1",
+        {"/var/lib/mysql/db", "0-1", NEAR_FOUND, "nvme0n1:1 nvme1n1:0",
+         "/var/lib/mysql/db is on nvme0n1 (node 1), nvme1n1 (node 0)"},
+        {"/etc", "1", NEAR_FOUND, "nvme0n1:1",
          "/etc is on nvme0n1 (node 1); so is /, whose filesystem it shares: if the data lives "
          "elsewhere, name that in near"},
-        {"/", "1", "/ is on nvme0n1 (node 1)"},
-        {"/old", "", "/old is on sda, and sysfs gives no NUMA node for it"},
-        {"/dev/shm/x", "",
+        {"/", "1", NEAR_FOUND, "nvme0n1:1", "/ is on nvme0n1 (node 1)"},
+        {"/old", "", NEAR_NO_NODE, "sda:none",
+         "/old is on sda, and sysfs gives no NUMA node for it"},
+        {"/dev/shm/x", "", NEAR_NO_DISK, "",
          "/dev/shm/x is on /dev/shm (device 0:27), which is no block device of this machine "
          "(tmpfs, overlay, NFS, ZFS?)"},
     };
     hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
+    struct disk *d;
+    size_t n;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char *what;
-        disk_nodes(root, cases[i].path, nodes, &what);
-        char *got = bitmap_list(nodes);
+        enum near_status st = disk_nodes(root, cases[i].path, nodes, &what, &d, &n);
+        char *got = bitmap_list(nodes), *disks = disks_said(d, n);
         if (strcmp(what, cases[i].what) != 0 ||
-            strcmp(got, *cases[i].nodes ? cases[i].nodes : "none") != 0)
-            fail_msg("%s: nodes %s, '%s'; want %s, '%s'", cases[i].path, got, what, cases[i].nodes,
-                     cases[i].what);
+            strcmp(got, *cases[i].nodes ? cases[i].nodes : "none") != 0 || st != cases[i].status ||
+            strcmp(disks, cases[i].disks) != 0)
+            fail_msg("%s: nodes %s, %s, disks '%s', '%s'; want %s, %s, '%s', '%s'", cases[i].path,
+                     got, near_status_name(st), disks, what, cases[i].nodes,
+                     near_status_name(cases[i].status), cases[i].disks, cases[i].what);
         free(got);
+        free(disks);
         free(what);
+        disk_free(d, n);
     }
-    /* eight of md9's disks by name, in sysfs's order, and how many more */
+    /* eight of md9's disks by name, in sysfs's order, and how many more; all 64 returned */
     char *what;
-    disk_nodes(root, "/big", nodes, &what);
+    assert_int_equal(disk_nodes(root, "/big", nodes, &what, &d, &n), NEAR_FOUND);
+    assert_int_equal(n, 64);
+    disk_free(d, n);
     size_t named = 0;
     for (const char *c = what; (c = strstr(c, " (node 0)")) != NULL; c++)
         named++;

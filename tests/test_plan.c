@@ -1450,8 +1450,9 @@ static struct plan plan_near(const struct profile *p, const struct topo *t, stru
 {
     struct plan pl;
     struct err e;
-    struct plan_near near = {hwloc_bitmap_alloc(), NULL};
+    struct plan_near near = {.nodes = hwloc_bitmap_alloc()};
     hwloc_bitmap_list_sscanf(near.nodes, strcmp(nodes, "none") == 0 ? "" : nodes);
+    near.status = hwloc_bitmap_iszero(near.nodes) ? NEAR_NO_NODE : NEAR_FOUND;
     near.what = xasprintf("/srv is on nvme0n1 (node %s)", nodes);
     struct plan_input in = {p, t, NULL, true, k, n, prev, NULL, NULL, &near};
     if (!plan_build(&pl, &in, &e))

@@ -307,9 +307,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cg.path = strdup("/fz");
     char *env[] = {"PATH=/bin", "JAVA_TOOL_OPTIONS=-Xss1m", NULL};
     /* near's disks: on any nodes, some of them not in the topology, or on none */
-    struct plan_near near = {hwloc_bitmap_alloc(), strdup("/srv is on nvme0n1")};
+    struct plan_near near = {.nodes = hwloc_bitmap_alloc(), .what = strdup("/srv is on nvme0n1")};
     for (unsigned k = take(&b, 3); k > 0; k--)
         hwloc_bitmap_set(near.nodes, take(&b, 10));
+    near.status = hwloc_bitmap_iszero(near.nodes) ? NEAR_NO_NODE : NEAR_FOUND;
     struct plan_input in = {&p,
                             &t,
                             take(&b, 2) ? env : NULL,
