@@ -15,6 +15,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include <linux/keyctl.h>
 #include <linux/securebits.h>
 #include <sys/capability.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -431,6 +433,35 @@ static int check_exec(const struct privs *pv, const char *command, bool *cannot_
     return r;
 }
 
+/*
+ * Root's terminal must not stay the controlling terminal of a service that
+ * becomes another user: through it the service could type into root's
+ * shell (TIOCSTI, which needs the caller's own controlling terminal, where
+ * dev.tty.legacy_tiocsti still allows it). TIOCNOTTY gives it up; the
+ * terminal stays open as the service's standard streams, and no process
+ * can make it its own while root's session holds it. A session leader's
+ * TIOCNOTTY also hangs up its foreground group, which is this process when
+ * it leads the session: SIGHUP is ignored for that call only. runuser and
+ * su give the service a session of its own (setsid) instead; tunerun
+ * execs in place, and a process group leader, as every job a shell starts
+ * is, cannot call setsid().
+ */
+static int leave_terminal(char *err, size_t n)
+{
+    int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return 0; /* no controlling terminal (ENXIO): nothing to leave */
+    struct sigaction ignore = {.sa_handler = SIG_IGN}, was;
+    bool leader = getsid(0) == getpid();
+    if (leader)
+        sigaction(SIGHUP, &ignore, &was);
+    int r = ioctl(fd, TIOCNOTTY) < 0 ? fail(err, n, "giving up the controlling terminal") : 0;
+    if (leader)
+        sigaction(SIGHUP, &was, NULL);
+    close(fd);
+    return r;
+}
+
 static int set_identity(const struct privs *pv, const char *command, bool *changed,
                         bool *cannot_exec, char *err, size_t n)
 {
@@ -451,6 +482,8 @@ static int set_identity(const struct privs *pv, const char *command, bool *chang
     if (pv->keep && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
         return fail(err, n, "prctl(PR_SET_KEEPCAPS)");
     if (ruid != pv->uid || euid != pv->uid || suid != pv->uid) {
+        if (pv->uid != 0 && (r = leave_terminal(err, n)) != 0)
+            return r;
         if (setresuid(pv->uid, pv->uid, pv->uid) < 0)
             return fail(err, n, "setresuid %s", pv->user);
         *changed = true;
