@@ -17,6 +17,7 @@
 #include <ctype.h>
 #include <numaif.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,10 @@ static long read_long_file(const char *path)
     return end == buf ? -1 : v;
 }
 
+/* RLIM_INFINITY is the largest rlim_t */
+#define RLIM_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define RLIM_MIN(a, b) ((a) < (b) ? (a) : (b))
+
 static void apply_rlimit(const struct plan_step *s, struct step_result *r)
 {
     int res = s->u.rlimit.resource;
@@ -90,7 +95,16 @@ static void apply_rlimit(const struct plan_step *s, struct step_result *r)
     }
     rlim_str(os, sizeof(os), old.rlim_cur);
     rlim_str(oh, sizeof(oh), old.rlim_max);
-    if (setrlimit(res, &want) == 0) {
+    /*
+     * Only raised here, where raising may need privilege; what the service
+     * gets below the current limits is set by apply_rlimits_final() at the
+     * exec, so that a limit lower than tunerun's own needs (as, fsize,
+     * stack) binds the service, not the claim, cgroup and table work
+     * between here and there.
+     */
+    struct rlimit up = {RLIM_MAX(old.rlim_cur, want.rlim_cur),
+                        RLIM_MAX(old.rlim_max, want.rlim_max)};
+    if (setrlimit(res, &up) == 0) {
         set(r, STEP_OK, 0, "%s:%s (was %s:%s)", ws, wh, os, oh);
         return;
     }
@@ -106,11 +120,9 @@ static void apply_rlimit(const struct plan_step *s, struct step_result *r)
                  "this process lacks");
     else
         snprintf(why, sizeof(why), "%s", strerror(error));
+    /* the soft limit as far as the hard one goes: set at the exec like the rest */
     struct rlimit fallback = old;
-    fallback.rlim_cur = want.rlim_cur;
-    if (old.rlim_max != RLIM_INFINITY &&
-        (want.rlim_cur == RLIM_INFINITY || want.rlim_cur > old.rlim_max))
-        fallback.rlim_cur = old.rlim_max;
+    fallback.rlim_cur = RLIM_MIN(want.rlim_cur, old.rlim_max);
     char fs[24], unit_name[16];
     rlim_str(fs, sizeof(fs), fallback.rlim_cur);
     const char *name = rlimit_name(res);
@@ -118,7 +130,8 @@ static void apply_rlimit(const struct plan_step *s, struct step_result *r)
         if ((unit_name[i] = (char)toupper((unsigned char)name[i])) == '\0')
             break;
     unit_name[sizeof(unit_name) - 1] = '\0';
-    if (setrlimit(res, &fallback) == 0)
+    struct rlimit up_to = {RLIM_MAX(old.rlim_cur, fallback.rlim_cur), old.rlim_max};
+    if (setrlimit(res, &up_to) == 0)
         set(r, STEP_FAILED, error,
             "cannot set %s:%s: %s; soft limit set to %s, hard stays %s (fix: raise it where "
             "tunerun starts: Limit%s=%s:%s in the unit, or docker run --ulimit %s=%s:%s)",
@@ -363,6 +376,45 @@ void apply_plan(const struct plan *pl, struct step_result *results)
         case STEP_CGROUP:
             set(r, STEP_SKIPPED, 0, "last, before exec"); /* apply_cgroup_step() */
             break;
+        }
+    }
+}
+
+/*
+ * The limits as the service gets them: each as the profile asks, as far as
+ * the hard limit apply_rlimit() could reach. Only lowers, which needs no
+ * privilege, so it works after the drop too; a lowered hard limit cannot
+ * be raised back without CAP_SYS_RESOURCE.
+ */
+int apply_rlimits_final(const struct plan *pl)
+{
+    for (size_t i = 0; i < pl->nsteps; i++) {
+        const struct plan_step *s = &pl->steps[i];
+        struct rlimit now;
+        if (s->type != STEP_RLIMIT || getrlimit(s->u.rlimit.resource, &now) < 0)
+            continue;
+        struct rlimit want = {RLIM_MIN(s->u.rlimit.soft, now.rlim_max),
+                              RLIM_MIN(s->u.rlimit.hard, now.rlim_max)};
+        if (setrlimit(s->u.rlimit.resource, &want) < 0)
+            return errno;
+    }
+    return 0;
+}
+
+/*
+ * After a failed exec: every soft limit back up to its hard one, for what
+ * tunerun still does, and past a file size limit writes fail with EFBIG
+ * instead of killing it (there is no exec left to inherit SIG_IGN).
+ */
+void apply_rlimits_undo(const struct plan *pl)
+{
+    signal(SIGXFSZ, SIG_IGN);
+    for (size_t i = 0; i < pl->nsteps; i++) {
+        struct rlimit now;
+        if (pl->steps[i].type == STEP_RLIMIT &&
+            getrlimit(pl->steps[i].u.rlimit.resource, &now) == 0) {
+            now.rlim_cur = now.rlim_max;
+            (void)setrlimit(pl->steps[i].u.rlimit.resource, &now);
         }
     }
 }

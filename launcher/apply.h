@@ -28,6 +28,14 @@ struct step_result {
 void apply_plan(const struct plan *pl, struct step_result *results);
 void apply_cgroup_step(const struct plan *pl, struct step_result *results);
 
+/*
+ * apply_plan() only raises resource limits; apply_rlimits_final() lowers
+ * them to the plan's, just before exec (an errno, 0 when all are set), and
+ * apply_rlimits_undo() lifts the soft limits again when the exec failed.
+ */
+int apply_rlimits_final(const struct plan *pl);
+void apply_rlimits_undo(const struct plan *pl);
+
 const char *step_status_name(enum step_status s);
 
 /*
