@@ -370,10 +370,15 @@ static void note_claims(struct ctx *c, const struct plan_input *in)
     c->conflict = xcalloc(in->nclaims ? in->nclaims : 1, sizeof(bool));
     c->yields = xcalloc(in->nclaims ? in->nclaims : 1, sizeof(bool));
     if (!in->registry) {
-        if (p->placement.navoid || p->placement.exclusive)
-            note(c->pl, NOTE_INFO,
+        /* on this machine the profile asked for them, and a launch would not honour them */
+        if ((p->placement.navoid || p->placement.exclusive) && c->t->source == TOPO_HOST)
+            note(c->pl, NOTE_WARN,
                  "avoid/exclusive: no state directory, so running services are unknown and "
                  "these are not enforced");
+        else if (p->placement.navoid || p->placement.exclusive)
+            note(c->pl, NOTE_INFO,
+                 "avoid/exclusive: running services are known only on this machine; not "
+                 "enforced in this plan");
         return;
     }
     hwloc_bitmap_t held = hwloc_bitmap_alloc();
