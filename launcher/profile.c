@@ -340,7 +340,16 @@ static bool trusted_as_root(const char *path, int fd, const struct stat *st, str
 
 static bool read_text(const char *path, char **text, struct err *e)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    /*
+     * Checked to be a regular file before it is opened: as root, a name on
+     * a way someone else may change (refused below, once open) could be
+     * a link to a device, which a plain open() would already have touched.
+     */
+    int fd = open_regular(path);
+    if (fd < 0 && errno == EINVAL) {
+        err_set(e, "%s: not a regular file", path);
+        return false;
+    }
     if (fd < 0) {
         err_set(e, "cannot open profile %s: %s", path, strerror(errno));
         return false;
