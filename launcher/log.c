@@ -2,6 +2,7 @@
  * log.c - stderr messages with journald priority prefixes.
  */
 #include "log.h"
+#include "util.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -52,12 +53,15 @@ enum log_level log_level(void)
 
 static void emit(int priority, const char *fmt, va_list ap)
 {
-    char line[2048];
-    vsnprintf(line, sizeof(line), fmt, ap);
+    char raw[2048], line[2048];
+    vsnprintf(raw, sizeof(raw), fmt, ap);
+    /* one line, whatever a name in it holds: a newline or a terminal's escape sequence */
+    str_escaped(line, sizeof(line), raw, sizeof(line));
     if (to_journal)
         fprintf(stderr, "<%d>", priority);
+    char who[256];
     if (subject)
-        fprintf(stderr, "tunerun: %s: %s\n", subject, line);
+        fprintf(stderr, "tunerun: %s: %s\n", str_escaped(who, sizeof(who), subject, 64), line);
     else
         fprintf(stderr, "tunerun: %s\n", line);
 }

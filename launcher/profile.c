@@ -152,31 +152,6 @@ static const char *control_why(char c)
     return buf;
 }
 
-/*
- * s as a message may show it: control characters (tab too) escaped as \n,
- * \t, \xHH so that the message stays one harmless line, and cut after max
- * characters with "...". Returns buf.
- */
-static const char *escaped(char *buf, size_t n, const char *s, size_t max)
-{
-    size_t o = 0;
-    for (size_t i = 0; s[i] && o + 8 < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (i == max) {
-            o += (size_t)snprintf(buf + o, n - o, "...");
-            break;
-        }
-        if (c == '\n' || c == '\t' || c == '\r')
-            o += (size_t)snprintf(buf + o, n - o, "\\%c", c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
-        else if (c < 0x20 || c == 0x7f)
-            o += (size_t)snprintf(buf + o, n - o, "\\x%02x", c);
-        else
-            buf[o++] = (char)c;
-    }
-    buf[o] = '\0';
-    return buf;
-}
-
 /* ---- reading one file with inih ---------------------------------------- */
 
 static const char *const sections[] = {"profile", "placement", "memory",   "limits",
@@ -187,7 +162,7 @@ static void unknown_section(struct err *e, struct origin at, const char *name)
 {
     char shown[128];
     err_set(e, "%s%s:%d: unknown section [%s] (known: " KNOWN_SECTIONS ")", at.via ? at.via : "",
-            at.file, at.line, escaped(shown, sizeof(shown), name, 32));
+            at.file, at.line, str_escaped(shown, sizeof(shown), name, 32));
 }
 
 static bool known_section(const char *name, size_t len)
@@ -570,7 +545,7 @@ static bool load_file(struct loader *L, const char *path, const char *text, cons
                             file, line);
                 else
                     err_set(e, "%s:%d: profile.include: an empty name in '%s'", file, line,
-                            escaped(shown, sizeof(shown), c.includes[i], 64));
+                            str_escaped(shown, sizeof(shown), c.includes[i], 64));
                 ok = false;
                 break;
             }
@@ -1305,12 +1280,12 @@ void profile_where(char *buf, size_t n, struct origin at, const char *section, c
                    const char *value)
 {
     char s[128], k[320], v[320];
-    escaped(s, sizeof(s), section, 32);
-    escaped(k, sizeof(k), key, 64);
+    str_escaped(s, sizeof(s), section, 32);
+    str_escaped(k, sizeof(k), key, 64);
     if (at.line > 0)
         snprintf(buf, n, "%s%s:%d: %s.%s", at.via ? at.via : "", at.file, at.line, s, k);
     else if (value)
-        snprintf(buf, n, "--set %s.%s=%s", s, k, escaped(v, sizeof(v), value, 64));
+        snprintf(buf, n, "--set %s.%s=%s", s, k, str_escaped(v, sizeof(v), value, 64));
     else
         snprintf(buf, n, "--set %s.%s", s, k);
 }
@@ -1327,13 +1302,13 @@ static bool apply_entry(struct profile *p, const struct entry *en, struct err *e
                     "%s%s:%d: '%s' is a key outside any section; put it under its [section] "
                     "(known: " KNOWN_SECTIONS ")",
                     en->at.via ? en->at.via : "", en->at.file, en->at.line,
-                    escaped(s, sizeof(s), en->key, 64));
+                    str_escaped(s, sizeof(s), en->key, 64));
         } else if (en->at.line > 0) {
             unknown_section(e, en->at, en->section);
         } else {
             profile_where(loc, sizeof(loc), en->at, en->section, en->key, en->value);
             err_set(e, "%s: unknown section '%s' (known: " KNOWN_SECTIONS ")", loc,
-                    escaped(s, sizeof(s), en->section, 32));
+                    str_escaped(s, sizeof(s), en->section, 32));
         }
         return false;
     }
@@ -1475,7 +1450,7 @@ bool profile_set(struct profile *p, const char *assignment, struct err *e)
     if (eq == NULL || dot == NULL || dot > eq || dot == assignment || dot + 1 == eq) {
         char shown[320];
         err_set(e, "--set %s: expected SECTION.KEY=VALUE",
-                escaped(shown, sizeof(shown), assignment, 64));
+                str_escaped(shown, sizeof(shown), assignment, 64));
         return false;
     }
     char *section = strndup(assignment, (size_t)(dot - assignment));
@@ -1518,7 +1493,7 @@ char *profile_locate(const char *name, const struct profile_paths *paths, struct
     if (path)
         return path;
     char shown[320], where[PATH_MAX] = "";
-    escaped(shown, sizeof(shown), name, 64);
+    str_escaped(shown, sizeof(shown), name, 64);
     for (size_t i = 0; i < paths->n; i++)
         snprintf(where + strlen(where), sizeof(where) - strlen(where), "%s%s", i ? ", " : "",
                  paths->dirs[i]);

@@ -348,3 +348,28 @@ const char *boot_id(void)
         state = read_line_file("/proc/sys/kernel/random/boot_id", id, sizeof(id)) ? 1 : -1;
     return state > 0 ? id : NULL;
 }
+
+/*
+ * s as a message may show it: control characters (tab too) escaped as \n,
+ * \t, \xHH so that the message stays one harmless line, and cut after max
+ * characters with "...". Returns buf.
+ */
+const char *str_escaped(char *buf, size_t n, const char *s, size_t max)
+{
+    size_t o = 0;
+    for (size_t i = 0; s[i] && o + 8 < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (i == max) {
+            o += (size_t)snprintf(buf + o, n - o, "...");
+            break;
+        }
+        if (c == '\n' || c == '\t' || c == '\r')
+            o += (size_t)snprintf(buf + o, n - o, "\\%c", c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
+        else if (c < 0x20 || c == 0x7f)
+            o += (size_t)snprintf(buf + o, n - o, "\\x%02x", c);
+        else
+            buf[o++] = (char)c;
+    }
+    buf[o] = '\0';
+    return buf;
+}

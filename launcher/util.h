@@ -44,6 +44,13 @@ int read_fd_text(int fd, size_t max, char **text, size_t *len);
 /* mountinfo's escapes (space, tab, newline, backslash as \\ooo) decoded in place. */
 void mountinfo_unescape(char *s);
 
+/*
+ * s as a message may show it: control characters (tab too) escaped as \n,
+ * \t, \xHH so that the message stays one harmless line, and cut after max
+ * characters with "...". Returns buf.
+ */
+const char *str_escaped(char *buf, size_t n, const char *s, size_t max);
+
 /* The first line of a small file (a sysfs or procfs value), without "\n". */
 bool read_line_file(const char *path, char *buf, size_t n);
 
