@@ -305,14 +305,38 @@ const char *path_untrusted_way(const char *path, uid_t uid, char *at, size_t n)
 }
 
 /* One candidate for execve(): a regular file this process may execute. */
-static int exec_error(const char *file)
+static int exec_error(const char *file, int depth)
 {
     struct stat st;
     if (stat(file, &st) < 0)
         return errno == ENOTDIR ? ENOENT : errno;
     if (!S_ISREG(st.st_mode))
         return EACCES; /* what execve says of a directory or a device */
-    return faccessat(AT_FDCWD, file, X_OK, AT_EACCESS) < 0 ? errno : 0;
+    if (faccessat(AT_FDCWD, file, X_OK, AT_EACCESS) < 0)
+        return errno;
+    /*
+     * A script's interpreter, as the kernel would run it (binfmt_script:
+     * "#!" then the path up to a blank; it nests 4 deep): execve fails
+     * with ENOENT when it is missing, which only the exec itself would
+     * otherwise tell, after the privileges were dropped. A file this user
+     * cannot read is left to the exec.
+     */
+    int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    char head[256];
+    ssize_t got = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)
+                      ? read(fd, head, sizeof(head) - 1)
+                      : -1;
+    if (fd >= 0)
+        close(fd);
+    if (got < 2 || head[0] != '#' || head[1] != '!')
+        return 0;
+    head[got] = '\0';
+    bool whole = memchr(head, '\n', (size_t)got) != NULL;
+    char *interp = head + 2 + strspn(head + 2, " \t");
+    interp[strcspn(interp, " \t\n")] = '\0';
+    if (*interp == '\0' || !whole)
+        return ENOEXEC; /* no interpreter, or a line longer than the kernel reads */
+    return depth >= 4 ? ELOOP : exec_error(interp, depth + 1);
 }
 
 int command_error(const char *cmd)
@@ -320,14 +344,14 @@ int command_error(const char *cmd)
     if (*cmd == '\0')
         return ENOENT;
     if (strchr(cmd, '/'))
-        return exec_error(cmd);
+        return exec_error(cmd, 0);
     const char *path = getenv("PATH");
     char *dirs = xstrdup(path ? path : "/bin:/usr/bin"), *rest = dirs, *d;
     int error = ENOENT;
     /* strsep, not strtok: an empty element means the current directory */
     while (error != 0 && (d = strsep(&rest, ":")) != NULL) {
         char *full = xasprintf("%s/%s", *d ? d : ".", cmd);
-        int e = exec_error(full);
+        int e = exec_error(full, 0);
         free(full);
         if (e == 0 || e == EACCES) { /* like execvp, a later entry may still do */
             error = e;

@@ -88,8 +88,9 @@ const char *path_untrusted_way(const char *path, uid_t uid, char *at, size_t n);
  * ids: 0, or the errno execvp would fail with: ENOENT when nothing is there,
  * EACCES when something is but none may be executed (no execute bit, a
  * directory). Like execvp, it looks in PATH for a name without a '/' (an
- * empty element is the current directory; no PATH is /bin:/usr/bin), and
- * only the exec itself can tell a missing script interpreter.
+ * empty element is the current directory; no PATH is /bin:/usr/bin). A
+ * script's "#!" interpreter must be there and executable too (ENOENT,
+ * EACCES), as the kernel would look for it.
  */
 int command_error(const char *cmd);
 
