@@ -654,8 +654,9 @@ static void abandon(const struct state_dir *sd, struct registry *reg, struct yie
     struct registry again;
     if (claim_fd < 0 || !open_registry(sd, &again, REGISTRY_WRITE))
         return;
-    yield_give_back(y, &again);
+    /* its own claim first: what placed services hold then is what stays taken */
     registry_drop(&again, name, claim_fd);
+    yield_give_back(y, &again);
     registry_close(&again);
 }
 

@@ -145,18 +145,27 @@ void yield_record(struct yield *y, const struct plan *pl, struct registry *reg)
     }
 }
 
-/* Whether shrink i's claim is as it was in the registry: never shrunk, or given back. */
-static bool claim_restored(const struct yield *y, size_t shrink, const bool *restored)
+/* What shrink i's claim got back (NULL: nothing, its claim could not be restored). */
+static hwloc_const_bitmap_t given_back(const struct yield *y, size_t shrink, hwloc_bitmap_t *given)
 {
     for (size_t c = 0; c < y->nclaims; c++)
         if (y->claims[c].shrink == shrink)
-            return restored[c];
-    return true;
+            return given[c];
+    return NULL;
 }
 
 void yield_give_back(struct yield *y, struct registry *reg)
 {
-    bool *restored = xcalloc(y->nclaims ? y->nclaims : 1, sizeof(bool));
+    /*
+     * The lock was let go before the exec: a launch since may have taken
+     * some of the CPUs this one took, and a pool given those back would run
+     * on them. What placed services hold now is never given back.
+     */
+    hwloc_bitmap_t held = hwloc_bitmap_alloc(), cpus = hwloc_bitmap_alloc();
+    for (size_t i = 0; i < reg->nclaims; i++)
+        if (!reg->claims[i].pool)
+            hwloc_bitmap_or(held, held, reg->claims[i].cpus);
+    hwloc_bitmap_t *given = xcalloc(y->nclaims ? y->nclaims : 1, sizeof(*given));
     for (size_t c = 0; c < y->nclaims; c++) {
         const struct shrunk_claim *k = &y->claims[c];
         size_t i = 0;
@@ -164,28 +173,50 @@ void yield_give_back(struct yield *y, struct registry *reg)
             i++;
         if (i == reg->nclaims)
             continue; /* it ended meanwhile: nothing to give back to */
+        const struct claim *now = &reg->claims[i];
+        hwloc_bitmap_t give = hwloc_bitmap_alloc();
+        hwloc_bitmap_andnot(give, k->cpus, now->cpus);
+        hwloc_bitmap_andnot(give, give, held);
+        hwloc_bitmap_or(cpus, now->cpus, give);
+        /* its nodes as they were only when all came back: no CPU-to-node map here */
+        bool whole = hwloc_bitmap_isequal(cpus, k->cpus);
         struct err e;
-        char *cpus = bitmap_list(k->cpus);
-        restored[c] = registry_update(reg, i, k->cpus, k->nodes, &e);
-        if (restored[c])
-            log_notice("%s: gave CPUs %s back", reg->claims[i].profile, cpus);
-        else
+        char *list = bitmap_list(cpus);
+        if (registry_update(reg, i, cpus, whole ? k->nodes : now->nodes, &e)) {
+            log_notice("%s: gave CPUs %s back", now->profile, list);
+            given[c] = give;
+        } else {
             log_warn("registry: %s; its threads keep the smaller set until it restarts", e.msg);
-        free(cpus);
+            hwloc_bitmap_free(give);
+        }
+        free(list);
     }
     size_t failed = 0;
     int error = 0;
-    for (size_t t = 0; t < y->nthreads; t++)
-        if (claim_restored(y, y->threads[t].shrink, restored) &&
-            thread_set_cpus(y->threads[t].tid, y->threads[t].was) < 0 && errno != ESRCH) {
+    hwloc_bitmap_t cur = hwloc_bitmap_alloc();
+    for (size_t t = 0; t < y->nthreads; t++) {
+        const struct moved_thread *m = &y->threads[t];
+        hwloc_const_bitmap_t give = given_back(y, m->shrink, given);
+        if (give == NULL || thread_cpus(m->tid, cur) < 0)
+            continue; /* not given back, or the thread ended */
+        hwloc_bitmap_and(cpus, m->was, give);
+        hwloc_bitmap_or(cpus, cpus, cur);
+        if (!hwloc_bitmap_isequal(cpus, cur) && thread_set_cpus(m->tid, cpus) < 0 &&
+            errno != ESRCH) {
             error = errno;
             failed++;
         }
+    }
     if (failed > 0)
         log_warn("%zu thread%s of the services that yielded CPUs could not be moved back: %s; "
                  "they keep the smaller set until they restart",
                  failed, failed == 1 ? "" : "s", strerror(error));
-    free(restored);
+    for (size_t c = 0; c < y->nclaims; c++)
+        hwloc_bitmap_free(given[c]);
+    free(given);
+    hwloc_bitmap_free(cur);
+    hwloc_bitmap_free(cpus);
+    hwloc_bitmap_free(held);
 }
 
 void yield_free(struct yield *y)

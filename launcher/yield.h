@@ -47,10 +47,12 @@ void yield_undo(struct yield *y);
 void yield_record(struct yield *y, const struct plan *pl, struct registry *reg);
 
 /*
- * The command did not run after all: each claim gets its CPUs again in
- * `reg` (the registry read again, under its lock), and its threads go back
- * where they were only then, so that threads and registry never disagree.
- * Threads a pool started meanwhile keep the smaller set.
+ * The command did not run after all: each claim gets back the CPUs it gave
+ * this launch in `reg` (the registry read again, under its lock, without
+ * this launch's claim), but none a placed service holds now (a launch
+ * since may have taken them), and its threads get back only those, so that
+ * threads and registry never disagree. Threads a pool started meanwhile
+ * keep the smaller set.
  */
 void yield_give_back(struct yield *y, struct registry *reg);
 
