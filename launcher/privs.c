@@ -15,12 +15,15 @@
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
-#include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
 #include <linux/keyctl.h>
+#include <linux/seccomp.h>
 #include <linux/securebits.h>
 #include <sys/capability.h>
 #include <sys/ioctl.h>
@@ -434,32 +437,82 @@ static int check_exec(const struct privs *pv, const char *command, bool *cannot_
 }
 
 /*
- * Root's terminal must not stay the controlling terminal of a service that
- * becomes another user: through it the service could type into root's
- * shell (TIOCSTI, which needs the caller's own controlling terminal, where
- * dev.tty.legacy_tiocsti still allows it). TIOCNOTTY gives it up; the
- * terminal stays open as the service's standard streams, and no process
- * can make it its own while root's session holds it. A session leader's
- * TIOCNOTTY also hangs up its foreground group, which is this process when
- * it leads the session: SIGHUP is ignored for that call only. runuser and
- * su give the service a session of its own (setsid) instead; tunerun
- * execs in place, and a process group leader, as every job a shell starts
- * is, cannot call setsid().
+ * A service that becomes another user must not type into root's terminal:
+ * with TIOCSTI (where dev.tty.legacy_tiocsti still allows it) a process can
+ * push input into its controlling terminal, which a shell then runs as
+ * root once the service has ended or gone to the background; TIOCLINUX's
+ * paste does the same on a virtual console. Both are refused to the
+ * service and its children by a seccomp filter. The terminal itself stays
+ * its controlling terminal, so job control holds: in the background it is
+ * stopped (SIGTTIN) before it could read what root types. Giving the
+ * terminal up (TIOCNOTTY) would end that, and setsid() is not open to a
+ * process group leader, which every job a shell starts is.
+ *
+ * Written by hand: libseccomp is not among the libraries tunerun links,
+ * and the filter is eleven instructions. The command is compared on its
+ * low 32 bits, as the kernel reads ioctl's, so that no high bit slips
+ * past (CVE-2019-10063). On x86-64, the x32 and i386 entries are filtered
+ * too. Installing it needs CAP_SYS_ADMIN (root still has it here) or
+ * no_new_privs, set early for that only when the profile asks for it.
  */
-static int leave_terminal(char *err, size_t n)
+#if defined(__x86_64__)
+#define NATIVE_ARCH  AUDIT_ARCH_X86_64
+#define X32_IOCTL    (__X32_SYSCALL_BIT | 514)
+#define COMPAT_ARCH  AUDIT_ARCH_I386
+#define COMPAT_IOCTL 54
+#elif defined(__aarch64__)
+#define NATIVE_ARCH  AUDIT_ARCH_AARCH64
+#define X32_IOCTL    __NR_ioctl /* no x32: the same test again */
+#define COMPAT_ARCH  AUDIT_ARCH_ARM
+#define COMPAT_IOCTL 54
+#endif
+
+static int keep_off_terminal(const struct privs *pv, char *err, size_t n)
 {
-    int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0)
-        return 0; /* no controlling terminal (ENXIO): nothing to leave */
-    struct sigaction ignore = {.sa_handler = SIG_IGN}, was;
-    bool leader = getsid(0) == getpid();
-    if (leader)
-        sigaction(SIGHUP, &ignore, &was);
-    int r = ioctl(fd, TIOCNOTTY) < 0 ? fail(err, n, "giving up the controlling terminal") : 0;
-    if (leader)
-        sigaction(SIGHUP, &was, NULL);
-    close(fd);
-    return r;
+    int tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (tty < 0)
+        return 0; /* no controlling terminal (a unit, a container): nothing to type into */
+    close(tty);
+    char legacy[16];
+    if (read_line_file("/proc/sys/dev/tty/legacy_tiocsti", legacy, sizeof(legacy)) &&
+        strcmp(legacy, "0") == 0)
+        return 0; /* the kernel refuses TIOCSTI to all without CAP_SYS_ADMIN already */
+#ifdef NATIVE_ARCH
+    /* little-endian: the low word of args[1] comes first */
+    unsigned cmd = offsetof(struct seccomp_data, args[1]);
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 0, 4),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 6, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, X32_IOCTL, 5, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, COMPAT_ARCH, 0, 2),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, COMPAT_IOCTL, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, cmd),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+    };
+    struct sock_fprog prog = {sizeof(code) / sizeof(code[0]), code};
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0)
+        return 0;
+    if (errno == EACCES && pv->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0)
+        return 0;
+    return fail(err, n,
+                "refusing TIOCSTI to it (a seccomp filter) so that it cannot type into root's "
+                "terminal (fix: start it from a service manager, set dev.tty.legacy_tiocsti = 0, "
+                "or no_new_privs = yes in [security])");
+#else
+    return refuse(err, n,
+                  "it would keep root's terminal, and TIOCSTI cannot be refused to it on this "
+                  "architecture; start it from a service manager, or set "
+                  "dev.tty.legacy_tiocsti = 0");
+#endif
 }
 
 static int set_identity(const struct privs *pv, const char *command, bool *changed,
@@ -482,7 +535,7 @@ static int set_identity(const struct privs *pv, const char *command, bool *chang
     if (pv->keep && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
         return fail(err, n, "prctl(PR_SET_KEEPCAPS)");
     if (ruid != pv->uid || euid != pv->uid || suid != pv->uid) {
-        if (pv->uid != 0 && (r = leave_terminal(err, n)) != 0)
+        if (pv->uid != 0 && (r = keep_off_terminal(pv, err, n)) != 0)
             return r;
         if (setresuid(pv->uid, pv->uid, pv->uid) < 0)
             return fail(err, n, "setresuid %s", pv->user);
