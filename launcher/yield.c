@@ -48,11 +48,12 @@ static int shrink_process(long pid, size_t shrink, hwloc_const_bitmap_t taken,
         }
         bool seen = false;
         for (size_t k = 0; k < y->nthreads && !seen; k++)
-            seen = y->threads[k].tid == tids.v[i];
+            if ((seen = y->threads[k].tid == tids.v[i]))
+                hwloc_bitmap_copy(y->threads[k].to, want);
         if (!seen) {
             y->threads = xrealloc(y->threads, (y->nthreads + 1) * sizeof(*y->threads));
-            y->threads[y->nthreads++] =
-                (struct moved_thread){tids.v[i], shrink, hwloc_bitmap_dup(cur)};
+            y->threads[y->nthreads++] = (struct moved_thread){
+                tids.v[i], shrink, hwloc_bitmap_dup(cur), hwloc_bitmap_dup(want)};
             (*moved)++;
         }
     }
@@ -145,13 +146,13 @@ void yield_record(struct yield *y, const struct plan *pl, struct registry *reg)
     }
 }
 
-/* What shrink i's claim got back (NULL: nothing, its claim could not be restored). */
-static hwloc_const_bitmap_t given_back(const struct yield *y, size_t shrink, hwloc_bitmap_t *given)
+/* Which of y->claims shrink i made smaller, or y->nclaims. */
+static size_t claim_of(const struct yield *y, size_t shrink)
 {
-    for (size_t c = 0; c < y->nclaims; c++)
-        if (y->claims[c].shrink == shrink)
-            return given[c];
-    return NULL;
+    size_t c = 0;
+    while (c < y->nclaims && y->claims[c].shrink != shrink)
+        c++;
+    return c;
 }
 
 void yield_give_back(struct yield *y, struct registry *reg)
@@ -165,7 +166,9 @@ void yield_give_back(struct yield *y, struct registry *reg)
     for (size_t i = 0; i < reg->nclaims; i++)
         if (!reg->claims[i].pool)
             hwloc_bitmap_or(held, held, reg->claims[i].cpus);
+    /* per claim: what it got back, and all it holds then (NULL: not restored) */
     hwloc_bitmap_t *given = xcalloc(y->nclaims ? y->nclaims : 1, sizeof(*given));
+    hwloc_bitmap_t *holds = xcalloc(y->nclaims ? y->nclaims : 1, sizeof(*holds));
     for (size_t c = 0; c < y->nclaims; c++) {
         const struct shrunk_claim *k = &y->claims[c];
         size_t i = 0;
@@ -185,6 +188,7 @@ void yield_give_back(struct yield *y, struct registry *reg)
         if (registry_update(reg, i, cpus, whole ? k->nodes : now->nodes, &e)) {
             log_notice("%s: gave CPUs %s back", now->profile, list);
             given[c] = give;
+            holds[c] = hwloc_bitmap_dup(cpus);
         } else {
             log_warn("registry: %s; its threads keep the smaller set until it restarts", e.msg);
             hwloc_bitmap_free(give);
@@ -196,11 +200,22 @@ void yield_give_back(struct yield *y, struct registry *reg)
     hwloc_bitmap_t cur = hwloc_bitmap_alloc();
     for (size_t t = 0; t < y->nthreads; t++) {
         const struct moved_thread *m = &y->threads[t];
-        hwloc_const_bitmap_t give = given_back(y, m->shrink, given);
-        if (give == NULL || thread_cpus(m->tid, cur) < 0)
+        size_t c = claim_of(y, m->shrink);
+        if (c == y->nclaims || given[c] == NULL || thread_cpus(m->tid, cur) < 0)
             continue; /* not given back, or the thread ended */
-        hwloc_bitmap_and(cpus, m->was, give);
-        hwloc_bitmap_or(cpus, cpus, cur);
+        /*
+         * Where the move left it: what it had, within what its claim holds now (a
+         * thread pinned to a CPU it gave up is pinned there again). Moved since by
+         * someone else: only what came back is added to that.
+         */
+        if (hwloc_bitmap_isequal(cur, m->to)) {
+            hwloc_bitmap_and(cpus, m->was, holds[c]);
+            if (hwloc_bitmap_iszero(cpus))
+                continue;
+        } else {
+            hwloc_bitmap_and(cpus, m->was, given[c]);
+            hwloc_bitmap_or(cpus, cpus, cur);
+        }
         if (!hwloc_bitmap_isequal(cpus, cur) && thread_set_cpus(m->tid, cpus) < 0 &&
             errno != ESRCH) {
             error = errno;
@@ -211,9 +226,12 @@ void yield_give_back(struct yield *y, struct registry *reg)
         log_warn("%zu thread%s of the services that yielded CPUs could not be moved back: %s; "
                  "they keep the smaller set until they restart",
                  failed, failed == 1 ? "" : "s", strerror(error));
-    for (size_t c = 0; c < y->nclaims; c++)
+    for (size_t c = 0; c < y->nclaims; c++) {
         hwloc_bitmap_free(given[c]);
+        hwloc_bitmap_free(holds[c]);
+    }
     free(given);
+    free(holds);
     hwloc_bitmap_free(cur);
     hwloc_bitmap_free(cpus);
     hwloc_bitmap_free(held);
@@ -221,8 +239,10 @@ void yield_give_back(struct yield *y, struct registry *reg)
 
 void yield_free(struct yield *y)
 {
-    for (size_t i = 0; i < y->nthreads; i++)
+    for (size_t i = 0; i < y->nthreads; i++) {
         hwloc_bitmap_free(y->threads[i].was);
+        hwloc_bitmap_free(y->threads[i].to);
+    }
     for (size_t i = 0; i < y->nclaims; i++) {
         free(y->claims[i].file);
         hwloc_bitmap_free(y->claims[i].cpus);

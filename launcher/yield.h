@@ -13,8 +13,9 @@
 /* A thread whose affinity the yield changed, and what it was. */
 struct moved_thread {
     long tid;
-    size_t shrink; /* which of the plan's shrinks moved it */
-    hwloc_bitmap_t was;
+    size_t shrink;      /* which of the plan's shrinks moved it */
+    hwloc_bitmap_t was; /* its CPUs before */
+    hwloc_bitmap_t to;  /* the CPUs it was moved to */
 };
 
 /* A claim the yield made smaller, and the sets it held before. */
