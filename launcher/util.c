@@ -170,6 +170,23 @@ int open_inert(const char *path, bool dirs)
     int fd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     int saved = errno;
     close(at);
+    if (fd < 0 && saved == ENOENT && access("/proc/self", F_OK) < 0) {
+        /*
+         * No /proc (a chroot without it): by name again, kept only if it is
+         * the inode looked at. A name swapped for a device in between is
+         * opened before it is refused; with /proc it never is.
+         */
+        struct stat now;
+        fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd >= 0 &&
+            (fstat(fd, &now) < 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino)) {
+            close(fd);
+            fd = -1;
+            saved = EINVAL;
+        } else {
+            saved = errno;
+        }
+    }
     errno = saved;
     return fd;
 }
@@ -305,6 +322,8 @@ const char *path_untrusted_way(const char *path, uid_t uid, char *at, size_t n)
 }
 
 /* One candidate for execve(): a regular file this process may execute. */
+#define BINPRM_BUF 256 /* what binfmt_script reads of a script (BINPRM_BUF_SIZE) */
+
 static int exec_error(const char *file, int depth)
 {
     struct stat st;
@@ -315,28 +334,34 @@ static int exec_error(const char *file, int depth)
     if (faccessat(AT_FDCWD, file, X_OK, AT_EACCESS) < 0)
         return errno;
     /*
-     * A script's interpreter, as the kernel would run it (binfmt_script:
-     * "#!" then the path up to a blank; it nests 4 deep): execve fails
-     * with ENOENT when it is missing, which only the exec itself would
-     * otherwise tell, after the privileges were dropped. A file this user
-     * cannot read is left to the exec.
+     * A script's interpreter, found as the kernel's binfmt_script finds it:
+     * execve fails with ENOENT when it is missing, which only the exec
+     * itself would otherwise tell, after the privileges were dropped. What
+     * the kernel refuses with ENOEXEC (no interpreter named, or its name
+     * cut off by the 256 bytes it reads) execvp() runs with /bin/sh, and a
+     * file this user cannot read is the exec's to judge: both pass here.
      */
-    int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    char head[256];
-    ssize_t got = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)
-                      ? read(fd, head, sizeof(head) - 1)
-                      : -1;
+    int fd = open_regular(file);
+    char buf[BINPRM_BUF + 1] = {0}; /* the kernel's buffer is zero past a short file */
+    ssize_t got = fd >= 0 ? read(fd, buf, BINPRM_BUF) : -1;
     if (fd >= 0)
         close(fd);
-    if (got < 2 || head[0] != '#' || head[1] != '!')
+    if (got < 2 || buf[0] != '#' || buf[1] != '!')
         return 0;
-    head[got] = '\0';
-    bool whole = memchr(head, '\n', (size_t)got) != NULL;
-    char *interp = head + 2 + strspn(head + 2, " \t");
-    interp[strcspn(interp, " \t\n")] = '\0';
-    if (*interp == '\0' || !whole)
-        return ENOEXEC; /* no interpreter, or a line longer than the kernel reads */
-    return depth >= 4 ? ELOOP : exec_error(interp, depth + 1);
+    char *end = memchr(buf, '\n', BINPRM_BUF), *name = buf + 2 + strspn(buf + 2, " \t");
+    if (end == NULL) {
+        /* no newline: the name must end (a blank, or the zeros past the file) in the buffer */
+        if (name >= buf + BINPRM_BUF - 1 ||
+            strcspn(name, " \t") >= (size_t)(buf + BINPRM_BUF - 1 - name))
+            return 0;
+    } else if (name >= end) {
+        return 0;
+    }
+    name[strcspn(name, " \t\n")] = '\0';
+    if (*name == '\0')
+        return 0;
+    /* the kernel follows at most five scripts, then says ELOOP */
+    return depth >= 5 ? ELOOP : exec_error(name, depth + 1);
 }
 
 int command_error(const char *cmd)

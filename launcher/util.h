@@ -60,7 +60,8 @@ bool read_line_file(const char *path, char *buf, size_t n);
  * file (or, with dirs, a directory), checked on the very inode opened: a
  * link there to a device must not be opened (a watchdog starts counting, a
  * tape rewinds), nor a FIFO hang the read. Returns an fd, or -1 with errno
- * (EINVAL: something else). Needs /proc.
+ * (EINVAL: something else). Without /proc the file is opened by name again
+ * and kept only if it is the same inode.
  */
 int open_inert(const char *path, bool dirs);
 int open_regular(const char *path); /* open_inert(path, false) */
