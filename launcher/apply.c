@@ -101,9 +101,14 @@ static void apply_rlimit(const struct plan_step *s, struct step_result *r)
      * exec, so that a limit lower than tunerun's own needs (as, fsize,
      * stack) binds the service, not the claim, cgroup and table work
      * between here and there.
+     * nproc is set at once: the uid change checks the new user's
+     * processes against it, and a user over it cannot exec (EAGAIN), as
+     * under systemd and su.
      */
-    struct rlimit up = {RLIM_MAX(old.rlim_cur, want.rlim_cur),
-                        RLIM_MAX(old.rlim_max, want.rlim_max)};
+    bool at_once = res == RLIMIT_NPROC;
+    struct rlimit up = at_once ? want
+                               : (struct rlimit){RLIM_MAX(old.rlim_cur, want.rlim_cur),
+                                                 RLIM_MAX(old.rlim_max, want.rlim_max)};
     if (setrlimit(res, &up) == 0) {
         set(r, STEP_OK, 0, "%s:%s (was %s:%s)", ws, wh, os, oh);
         return;
@@ -130,7 +135,9 @@ static void apply_rlimit(const struct plan_step *s, struct step_result *r)
         if ((unit_name[i] = (char)toupper((unsigned char)name[i])) == '\0')
             break;
     unit_name[sizeof(unit_name) - 1] = '\0';
-    struct rlimit up_to = {RLIM_MAX(old.rlim_cur, fallback.rlim_cur), old.rlim_max};
+    struct rlimit up_to =
+        at_once ? fallback
+                : (struct rlimit){RLIM_MAX(old.rlim_cur, fallback.rlim_cur), old.rlim_max};
     if (setrlimit(res, &up_to) == 0)
         set(r, STEP_FAILED, error,
             "cannot set %s:%s: %s; soft limit set to %s, hard stays %s (fix: raise it where "
@@ -386,12 +393,17 @@ void apply_plan(const struct plan *pl, struct step_result *results)
  * privilege, so it works after the drop too; a lowered hard limit cannot
  * be raised back without CAP_SYS_RESOURCE.
  */
-int apply_rlimits_final(const struct plan *pl)
+int apply_rlimits_final(const struct plan *pl, struct rlimit *saved)
 {
+    /* all of them first: undo restores each, however far this got */
+    for (size_t i = 0; i < pl->nsteps; i++)
+        if (pl->steps[i].type == STEP_RLIMIT &&
+            getrlimit(pl->steps[i].u.rlimit.resource, &saved[i]) < 0)
+            return errno;
     for (size_t i = 0; i < pl->nsteps; i++) {
         const struct plan_step *s = &pl->steps[i];
-        struct rlimit now;
-        if (s->type != STEP_RLIMIT || getrlimit(s->u.rlimit.resource, &now) < 0)
+        const struct rlimit now = saved[i];
+        if (s->type != STEP_RLIMIT)
             continue;
         struct rlimit want = {RLIM_MIN(s->u.rlimit.soft, now.rlim_max),
                               RLIM_MIN(s->u.rlimit.hard, now.rlim_max)};
@@ -402,20 +414,24 @@ int apply_rlimits_final(const struct plan *pl)
 }
 
 /*
- * After a failed exec: every soft limit back up to its hard one, for what
- * tunerun still does, and past a file size limit writes fail with EFBIG
- * instead of killing it (there is no exec left to inherit SIG_IGN).
+ * After a failed exec: the limits as they were before the exec's (root may
+ * raise a hard limit again only with CAP_SYS_RESOURCE; without it, each
+ * soft limit as high as its hard one goes), for what tunerun still does;
+ * and past a file size limit writes fail with EFBIG instead of killing it
+ * (there is no exec left to inherit SIG_IGN).
  */
-void apply_rlimits_undo(const struct plan *pl)
+void apply_rlimits_undo(const struct plan *pl, const struct rlimit *saved)
 {
     signal(SIGXFSZ, SIG_IGN);
     for (size_t i = 0; i < pl->nsteps; i++) {
+        if (pl->steps[i].type != STEP_RLIMIT)
+            continue;
+        int res = pl->steps[i].u.rlimit.resource;
         struct rlimit now;
-        if (pl->steps[i].type == STEP_RLIMIT &&
-            getrlimit(pl->steps[i].u.rlimit.resource, &now) == 0) {
-            now.rlim_cur = now.rlim_max;
-            (void)setrlimit(pl->steps[i].u.rlimit.resource, &now);
-        }
+        if (setrlimit(res, &saved[i]) == 0 || getrlimit(res, &now) < 0)
+            continue;
+        now.rlim_cur = now.rlim_max;
+        (void)setrlimit(res, &now);
     }
 }
 

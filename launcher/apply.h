@@ -29,12 +29,13 @@ void apply_plan(const struct plan *pl, struct step_result *results);
 void apply_cgroup_step(const struct plan *pl, struct step_result *results);
 
 /*
- * apply_plan() only raises resource limits; apply_rlimits_final() lowers
- * them to the plan's, just before exec (an errno, 0 when all are set), and
- * apply_rlimits_undo() lifts the soft limits again when the exec failed.
+ * apply_plan() only raises resource limits (but nproc); apply_rlimits_final()
+ * lowers them to the plan's, just before exec (an errno, 0 when all are
+ * set), keeping in saved[] (one per plan step) what each was, which
+ * apply_rlimits_undo() restores when the exec failed.
  */
-int apply_rlimits_final(const struct plan *pl);
-void apply_rlimits_undo(const struct plan *pl);
+int apply_rlimits_final(const struct plan *pl, struct rlimit *saved);
+void apply_rlimits_undo(const struct plan *pl, const struct rlimit *saved);
 
 const char *step_status_name(enum step_status s);
 

@@ -739,8 +739,10 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     log_info("executing %s", cmd);
     fflush(NULL);
     /* the last thing before the exec: the limits may be too low for tunerun's own writes */
-    if ((error = apply_rlimits_final(&pl)) != 0) {
-        apply_rlimits_undo(&pl);
+    struct rlimit *saved = xcalloc(pl.nsteps ? pl.nsteps : 1, sizeof(*saved));
+    if ((error = apply_rlimits_final(&pl, saved)) != 0) {
+        apply_rlimits_undo(&pl, saved);
+        free(saved);
         log_error("rlimit: cannot lower to the plan's limits: %s; not executing %s",
                   strerror(error), cmd);
         unprivileged = pv && pv->change_id && geteuid() != 0;
@@ -749,7 +751,8 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     release_std_fds();
     execvp(cmd, o->command);
     error = errno;
-    apply_rlimits_undo(&pl);
+    apply_rlimits_undo(&pl, saved);
+    free(saved);
     (void)hold_std_fds(); /* what abandon() opens must not land on 0-2 */
     log_error("cannot execute '%s': %s", cmd, strerror(error));
     status = error == ENOENT || error == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
