@@ -235,8 +235,6 @@ static bool has(const char *dir, const char *rel)
     return access(path, F_OK) == 0;
 }
 
-#define DISK_MAX 64 /* disks under one device-mapper or md device that are told apart */
-
 static void leaves(const char *root, unsigned maj, unsigned min, int depth, struct disk **out,
                    size_t *n)
 {

@@ -46,6 +46,7 @@ struct disk {
  * tmpfs, overlay or NFS); free them with disk_free().
  */
 struct disk *disk_leaves(const char *root, unsigned maj, unsigned min, size_t *n);
+#define DISK_MAX 64 /* disks under one device-mapper or md device that are told apart */
 void disk_free(struct disk *d, size_t n);
 
 /* What `near`'s lookup came to, as plan --json names it (near_status_name()). */

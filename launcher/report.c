@@ -258,11 +258,12 @@ void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, co
             json_list(f, pl->near->disks[k].nodes);
             fputc('}', f);
         }
-        fputc(']', f);
+        /* at the cap, there may be more disks than listed */
+        fprintf(f, "], \"near_disks_capped\": %s", pl->near->ndisks >= DISK_MAX ? "true" : "false");
         json_field(f, ", \"near_found\": ", pl->near->what);
     } else {
         fputs(", \"near_status\": null, \"near_nodes\": null, \"near_disks\": null, "
-              "\"near_found\": null",
+              "\"near_disks_capped\": null, \"near_found\": null",
               f);
     }
     fprintf(f, "},\n");
