@@ -56,7 +56,7 @@ static void emit(int priority, const char *fmt, va_list ap)
     char raw[2048], line[2048];
     vsnprintf(raw, sizeof(raw), fmt, ap);
     /* one line, whatever a name in it holds: a newline or a terminal's escape sequence */
-    str_escaped(line, sizeof(line), raw, sizeof(line));
+    str_unharmful(line, sizeof(line), raw);
     if (to_journal)
         fprintf(stderr, "<%d>", priority);
     char who[256];

@@ -403,22 +403,65 @@ const char *boot_id(void)
  * \t, \xHH so that the message stays one harmless line, and cut after max
  * characters with "...". Returns buf.
  */
-const char *str_escaped(char *buf, size_t n, const char *s, size_t max)
+/*
+ * The length of the UTF-8 character at s that a terminal may show as text:
+ * 0 for a byte that starts none (or a C1 control, U+0080..U+009F, which a
+ * UTF-8 terminal may act on as it would on ESC). Written here: glibc's
+ * mbrtowc() follows the locale, and tunerun runs in whatever locale its
+ * caller has, often C.
+ */
+static size_t utf8_char(const unsigned char *s)
+{
+    size_t len = s[0] >= 0xc2 && s[0] <= 0xdf   ? 2
+                 : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+                 : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4
+                                                : 0;
+    for (size_t k = 1; k < len; k++)
+        if ((s[k] & 0xc0) != 0x80)
+            return 0;
+    if ((s[0] == 0xc2 && s[1] < 0xa0) || (s[0] == 0xe0 && s[1] < 0xa0) ||
+        (s[0] == 0xed && s[1] > 0x9f) || (s[0] == 0xf0 && s[1] < 0x90) ||
+        (s[0] == 0xf4 && s[1] > 0x8f))
+        return 0; /* C1, overlong, a surrogate, beyond U+10FFFF */
+    return len;
+}
+
+static const char *escape(char *buf, size_t n, const char *s, size_t max, bool backslash)
 {
     size_t o = 0;
     for (size_t i = 0; s[i] && o + 8 < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (i == max) {
+        size_t len = c >= 0x80 ? utf8_char((const unsigned char *)s + i) : 1;
+        if (i >= max) {
             o += (size_t)snprintf(buf + o, n - o, "...");
             break;
         }
-        if (c == '\n' || c == '\t' || c == '\r')
-            o += (size_t)snprintf(buf + o, n - o, "\\%c", c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
-        else if (c < 0x20 || c == 0x7f)
+        if (c == '\n' || c == '\t' || c == '\r' || (c == '\\' && backslash)) {
+            o += (size_t)snprintf(buf + o, n - o, "\\%c",
+                                  c == '\n'   ? 'n'
+                                  : c == '\t' ? 't'
+                                  : c == '\r' ? 'r'
+                                              : '\\');
+        } else if (c < 0x20 || c == 0x7f || len == 0) {
             o += (size_t)snprintf(buf + o, n - o, "\\x%02x", c);
-        else
-            buf[o++] = (char)c;
+        } else if (o + len + 8 < n) {
+            memcpy(buf + o, s + i, len);
+            o += len;
+            i += len - 1;
+        } else {
+            break;
+        }
     }
     buf[o] = '\0';
     return buf;
+}
+
+const char *str_escaped(char *buf, size_t n, const char *s, size_t max)
+{
+    return escape(buf, n, s, max, true);
+}
+
+const char *str_unharmful(char *buf, size_t n, const char *s)
+{
+    return escape(buf, n, s, n, false);
 }

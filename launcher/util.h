@@ -46,10 +46,18 @@ void mountinfo_unescape(char *s);
 
 /*
  * s as a message may show it: control characters (tab too) escaped as \n,
- * \t, \xHH so that the message stays one harmless line, and cut after max
- * characters with "...". Returns buf.
+ * \t, \xHH, a backslash as \\, and every byte that is not part of a
+ * UTF-8 character a terminal shows as text (C1 controls included) as \xHH,
+ * so that the message stays one harmless line that says what the bytes
+ * were; cut after max bytes with "...". Returns buf.
  */
 const char *str_escaped(char *buf, size_t n, const char *s, size_t max);
+/*
+ * The same but for backslashes, which stay as they are: what it makes
+ * is unchanged by it again, so that a message whose names were escaped
+ * above is not escaped twice (log.c passes every message through it).
+ */
+const char *str_unharmful(char *buf, size_t n, const char *s);
 
 /* The first line of a small file (a sysfs or procfs value), without "\n". */
 bool read_line_file(const char *path, char *buf, size_t n);
