@@ -640,8 +640,8 @@ static void release_std_fds(void)
  * given back and its claim dropped. Once it is no longer root none of that
  * can be done, and the message says who will.
  */
-static void abandon(const struct state_dir *sd, struct registry *reg, struct yield *y,
-                    const char *name, int claim_fd, bool unprivileged)
+static void abandon(const struct state_dir *sd, const struct topo *t, struct registry *reg,
+                    struct yield *y, const char *name, int claim_fd, bool unprivileged)
 {
     registry_close(reg);
     cgroup_leave();
@@ -656,7 +656,7 @@ static void abandon(const struct state_dir *sd, struct registry *reg, struct yie
         return;
     /* its own claim first: what placed services hold then is what stays taken */
     registry_drop(&again, name, claim_fd);
-    yield_give_back(y, &again);
+    yield_give_back(y, &again, t);
     registry_close(&again);
 }
 
@@ -758,7 +758,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     status = error == ENOENT || error == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
     unprivileged = pv && pv->change_id && geteuid() != 0;
 abandoned:
-    abandon(sd, &reg, &y, name, claim_fd, unprivileged);
+    abandon(sd, t, &reg, &y, name, claim_fd, unprivileged);
     goto out;
 refused:
     if (claim_fd >= 0)

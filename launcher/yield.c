@@ -155,7 +155,7 @@ static size_t claim_of(const struct yield *y, size_t shrink)
     return c;
 }
 
-void yield_give_back(struct yield *y, struct registry *reg)
+void yield_give_back(struct yield *y, struct registry *reg, const struct topo *t)
 {
     /*
      * The lock was let go before the exec: a launch since may have taken
@@ -181,11 +181,19 @@ void yield_give_back(struct yield *y, struct registry *reg)
         hwloc_bitmap_andnot(give, k->cpus, now->cpus);
         hwloc_bitmap_andnot(give, give, held);
         hwloc_bitmap_or(cpus, now->cpus, give);
-        /* its nodes as they were only when all came back: no CPU-to-node map here */
-        bool whole = hwloc_bitmap_isequal(cpus, k->cpus);
+        /* its nodes: as they were when all came back, else those its CPUs are on */
+        hwloc_bitmap_t nodes = hwloc_bitmap_dup(k->nodes);
+        if (!hwloc_bitmap_isequal(cpus, k->cpus)) {
+            hwloc_bitmap_copy(nodes, now->nodes);
+            for (size_t n = 0; n < t->nnodes; n++)
+                if (hwloc_bitmap_intersects(t->nodes[n].cpus, cpus))
+                    hwloc_bitmap_set(nodes, t->nodes[n].os_index);
+        }
         struct err e;
         char *list = bitmap_list(cpus);
-        if (registry_update(reg, i, cpus, whole ? k->nodes : now->nodes, &e)) {
+        bool updated = registry_update(reg, i, cpus, nodes, &e);
+        hwloc_bitmap_free(nodes);
+        if (updated) {
             log_notice("%s: gave CPUs %s back", now->profile, list);
             given[c] = give;
             holds[c] = hwloc_bitmap_dup(cpus);

@@ -52,10 +52,10 @@ void yield_record(struct yield *y, const struct plan *pl, struct registry *reg);
  * this launch in `reg` (the registry read again, under its lock, without
  * this launch's claim), but none a placed service holds now (a launch
  * since may have taken them), and its threads get back only those, so that
- * threads and registry never disagree. Threads a pool started meanwhile
- * keep the smaller set.
+ * threads and registry never disagree. A claim's nodes are those of its
+ * CPUs then (t). Threads a pool started meanwhile keep the smaller set.
  */
-void yield_give_back(struct yield *y, struct registry *reg);
+void yield_give_back(struct yield *y, struct registry *reg, const struct topo *t);
 
 void yield_free(struct yield *y);
 
