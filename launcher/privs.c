@@ -438,18 +438,21 @@ static int check_exec(const struct privs *pv, const char *command, bool *cannot_
 
 /*
  * A service that becomes another user must not type into root's terminal:
- * with TIOCSTI (where dev.tty.legacy_tiocsti still allows it) a process can
- * push input into its controlling terminal, which a shell then runs as
- * root once the service has ended or gone to the background; TIOCLINUX's
- * paste does the same on a virtual console. Both are refused to the
- * service and its children by a seccomp filter. The terminal itself stays
- * its controlling terminal, so job control holds: in the background it is
- * stopped (SIGTTIN) before it could read what root types. Giving the
- * terminal up (TIOCNOTTY) would end that, and setsid() is not open to a
- * process group leader, which every job a shell starts is.
+ * with TIOCSTI a process can push input into its controlling terminal,
+ * which a shell then runs as root once the service has ended or gone to
+ * the background; TIOCLINUX's paste does the same on a virtual console
+ * (before 6.7 whatever dev.tty.legacy_tiocsti says). Nor may it make
+ * itself the terminal's foreground job (TIOCSPGRP, which a process that
+ * ignores SIGTTOU may call from the background) and read what root types.
+ * All three are refused to the service and its children by a seccomp
+ * filter, whenever it has a controlling terminal. The terminal stays its
+ * controlling terminal, so job control holds: in the background it is
+ * stopped (SIGTTIN) before it could read. Giving the terminal up
+ * (TIOCNOTTY) would end that, and setsid() is not open to a process group
+ * leader, which every job a shell starts is.
  *
  * Written by hand: libseccomp is not among the libraries tunerun links,
- * and the filter is eleven instructions. The command is compared on its
+ * and the filter is sixteen instructions. The command is compared on its
  * low 32 bits, as the kernel reads ioctl's, so that no high bit slips
  * past (CVE-2019-10063). On x86-64, the x32 and i386 entries are filtered
  * too. Installing it needs CAP_SYS_ADMIN (root still has it here) or
@@ -467,16 +470,31 @@ static int check_exec(const struct privs *pv, const char *command, bool *cannot_
 #define COMPAT_IOCTL 54
 #endif
 
+#ifdef NATIVE_ARCH
+/*
+ * seccomp(2) with SPEC_ALLOW: on kernels before 5.16 a filter otherwise
+ * turns on speculative store bypass and indirect branch mitigations for
+ * the task (spec_store_bypass_disable=seccomp), a slowdown no profile
+ * asked for. prctl() where the flag is unknown (EINVAL).
+ */
+static int install_filter(struct sock_fprog *prog)
+{
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_SPEC_ALLOW, prog) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS)
+        return -1;
+    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog, 0, 0);
+}
+#endif
+
 static int keep_off_terminal(const struct privs *pv, char *err, size_t n)
 {
+    /* only ENXIO says there is none: a /dev without the node may still have a terminal */
     int tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
-    if (tty < 0)
+    if (tty < 0 && errno == ENXIO)
         return 0; /* no controlling terminal (a unit, a container): nothing to type into */
-    close(tty);
-    char legacy[16];
-    if (read_line_file("/proc/sys/dev/tty/legacy_tiocsti", legacy, sizeof(legacy)) &&
-        strcmp(legacy, "0") == 0)
-        return 0; /* the kernel refuses TIOCSTI to all without CAP_SYS_ADMIN already */
+    if (tty >= 0)
+        close(tty);
 #ifdef NATIVE_ARCH
     /* little-endian: the low word of args[1] comes first */
     unsigned cmd = offsetof(struct seccomp_data, args[1]);
@@ -492,26 +510,26 @@ static int keep_off_terminal(const struct privs *pv, char *err, size_t n)
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, COMPAT_IOCTL, 1, 0),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, cmd),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 2, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 3, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSPGRP, 1, 0),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
     };
     struct sock_fprog prog = {sizeof(code) / sizeof(code[0]), code};
-    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0)
+    if (install_filter(&prog) == 0)
         return 0;
     if (errno == EACCES && pv->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
-        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0)
+        install_filter(&prog) == 0)
         return 0;
     return fail(err, n,
                 "refusing TIOCSTI to it (a seccomp filter) so that it cannot type into root's "
-                "terminal (fix: start it from a service manager, set dev.tty.legacy_tiocsti = 0, "
-                "or no_new_privs = yes in [security])");
+                "terminal (fix: start it from a service manager, or no_new_privs = yes in "
+                "[security])");
 #else
     return refuse(err, n,
                   "it would keep root's terminal, and TIOCSTI cannot be refused to it on this "
-                  "architecture; start it from a service manager, or set "
-                  "dev.tty.legacy_tiocsti = 0");
+                  "architecture; start it from a service manager");
 #endif
 }
 
