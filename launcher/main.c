@@ -670,6 +670,8 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     char key[CLAIM_KEY_LEN + 1];
     int claim_fd = -1, status = EXIT_TUNERUN;
     const char *cmd = o->command[0];
+    char named[256]; /* cmd as messages show it: one line, whatever it holds */
+    const char *shown = str_escaped(named, sizeof(named), cmd, 160);
     launch_key(p, o->command, key, sizeof(key));
     /*
      * Whether execvp() would find and may execute the command: before
@@ -678,7 +680,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
      */
     int error = command_error(cmd);
     if (error != 0 && !(pv && pv->change_id && error != ENOENT)) {
-        log_error("cannot execute '%s': %s", cmd, strerror(error));
+        log_error("cannot execute '%s': %s", shown, strerror(error));
         return error == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
     }
     if (sd->fd >= 0)
@@ -694,7 +696,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     bool unprivileged = false;
     log_plan_notes(&pl);
     if (o->strict && pl.degraded) {
-        log_error("--strict: the plan does not fully honour the profile; not executing %s", cmd);
+        log_error("--strict: the plan does not fully honour the profile; not executing %s", shown);
         goto refused;
     }
     if (sd->fd >= 0 && (claim_fd = claim(p, &pl, key, &reg, name, sizeof(name))) < 0)
@@ -703,20 +705,20 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     int failed = log_results(&pl, res, false);
     if (o->strict && failed) {
         log_error("--strict: %d step%s failed; not executing %s", failed, failed == 1 ? "" : "s",
-                  cmd);
+                  shown);
         goto refused;
     }
     int stuck = yield_take(&y, &pl, &reg);
     if (o->strict && stuck) {
         log_error("--strict: %d thread%s of running services could not yield their CPUs; "
                   "moved the others back; not executing %s",
-                  stuck, stuck == 1 ? "" : "s", cmd);
+                  stuck, stuck == 1 ? "" : "s", shown);
         yield_undo(&y);
         goto refused;
     }
     apply_cgroup_step(&pl, res);
     if (log_results(&pl, res, true) && o->strict) {
-        log_error("--strict: the cgroup step failed; not executing %s", cmd);
+        log_error("--strict: the cgroup step failed; not executing %s", shown);
         yield_undo(&y);
         goto refused;
     }
@@ -728,7 +730,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         bool cannot_exec;
         if (privs_drop(pv, cmd, &unprivileged, &cannot_exec, why, sizeof(why)) != 0) {
             /* never a warning: the service would run with more than its profile gives it */
-            log_error("privileges: %s; not executing %s", why, cmd);
+            log_error("privileges: %s; not executing %s", why, shown);
             status = cannot_exec ? EXIT_CANNOT_RUN : EXIT_TUNERUN;
             goto abandoned;
         }
@@ -736,7 +738,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         log_info("ok      privileges             %s", who);
         free(who);
     }
-    log_info("executing %s", cmd);
+    log_info("executing %s", shown);
     fflush(NULL);
     /* the last thing before the exec: the limits may be too low for tunerun's own writes */
     struct rlimit *saved = xcalloc(pl.nsteps ? pl.nsteps : 1, sizeof(*saved));
@@ -744,7 +746,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         apply_rlimits_undo(&pl, saved);
         free(saved);
         log_error("rlimit: cannot lower to the plan's limits: %s; not executing %s",
-                  strerror(error), cmd);
+                  strerror(error), shown);
         unprivileged = pv && pv->change_id && geteuid() != 0;
         goto abandoned;
     }
@@ -754,7 +756,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     apply_rlimits_undo(&pl, saved);
     free(saved);
     (void)hold_std_fds(); /* what abandon() opens must not land on 0-2 */
-    log_error("cannot execute '%s': %s", cmd, strerror(error));
+    log_error("cannot execute '%s': %s", shown, strerror(error));
     status = error == ENOENT || error == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
     unprivileged = pv && pv->change_id && geteuid() != 0;
 abandoned:

@@ -405,8 +405,9 @@ const char *boot_id(void)
  */
 /*
  * The length of the UTF-8 character at s that a terminal may show as text:
- * 0 for a byte that starts none (or a C1 control, U+0080..U+009F, which a
- * UTF-8 terminal may act on as it would on ESC). Written here: glibc's
+ * 0 for a byte that starts none, a C1 control (U+0080..U+009F, which a
+ * UTF-8 terminal may act on as it would on ESC), or a character that
+ * reorders or breaks the line as shown (bidi controls, line separators). Written here: glibc's
  * mbrtowc() follows the locale, and tunerun runs in whatever locale its
  * caller has, often C.
  */
@@ -423,6 +424,11 @@ static size_t utf8_char(const unsigned char *s)
         (s[0] == 0xed && s[1] > 0x9f) || (s[0] == 0xf0 && s[1] < 0x90) ||
         (s[0] == 0xf4 && s[1] > 0x8f))
         return 0; /* C1, overlong, a surrogate, beyond U+10FFFF */
+    /* what reorders or breaks the line as shown: U+200E/F, U+2028..E, U+2066..9 */
+    if (s[0] == 0xe2 &&
+        ((s[1] == 0x80 && (s[2] == 0x8e || s[2] == 0x8f || (s[2] >= 0xa8 && s[2] <= 0xae))) ||
+         (s[1] == 0x81 && s[2] >= 0xa6 && s[2] <= 0xa9)))
+        return 0;
     return len;
 }
 
