@@ -395,11 +395,12 @@ void apply_plan(const struct plan *pl, struct step_result *results)
  */
 int apply_rlimits_final(const struct plan *pl, struct rlimit *saved)
 {
-    /* all of them first: undo restores each, however far this got */
+    /* all of them first: undo restores each, however far this got (one that cannot be
+     * read, which only a bad resource number could cause, is "unlimited" there) */
     for (size_t i = 0; i < pl->nsteps; i++)
         if (pl->steps[i].type == STEP_RLIMIT &&
             getrlimit(pl->steps[i].u.rlimit.resource, &saved[i]) < 0)
-            return errno;
+            saved[i] = (struct rlimit){RLIM_INFINITY, RLIM_INFINITY};
     for (size_t i = 0; i < pl->nsteps; i++) {
         const struct plan_step *s = &pl->steps[i];
         const struct rlimit now = saved[i];

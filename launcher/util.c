@@ -350,9 +350,9 @@ static int exec_error(const char *file, int depth)
         return 0;
     char *end = memchr(buf, '\n', BINPRM_BUF), *name = buf + 2 + strspn(buf + 2, " \t");
     if (end == NULL) {
-        /* no newline: the name must end (a blank, or the zeros past the file) in the buffer */
-        if (name >= buf + BINPRM_BUF - 1 ||
-            strcspn(name, " \t") >= (size_t)(buf + BINPRM_BUF - 1 - name))
+        /* no newline: the name must end (a blank, or the zeros past the file) by its last byte */
+        if (name > buf + BINPRM_BUF - 1 ||
+            strcspn(name, " \t") > (size_t)(buf + BINPRM_BUF - 1 - name))
             return 0;
     } else if (name >= end) {
         return 0;

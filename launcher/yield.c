@@ -38,7 +38,8 @@ static int shrink_process(long pid, size_t shrink, hwloc_const_bitmap_t taken,
             hwloc_bitmap_copy(want, keeps);
         if (hwloc_bitmap_isequal(want, cur))
             continue;
-        if (thread_set_cpus(tids.v[i], want) < 0) {
+        /* read back: the kernel keeps a mask within the thread's cpuset */
+        if (thread_set_cpus(tids.v[i], want) < 0 || thread_cpus(tids.v[i], want) < 0) {
             if (errno != ESRCH) {
                 log_warn("%s: cannot move thread %ld of pid %ld off CPUs it yields: %s", who,
                          tids.v[i], pid, strerror(errno));
@@ -206,8 +207,8 @@ void yield_give_back(struct yield *y, struct registry *reg, const struct topo *t
     size_t failed = 0;
     int error = 0;
     hwloc_bitmap_t cur = hwloc_bitmap_alloc();
-    for (size_t t = 0; t < y->nthreads; t++) {
-        const struct moved_thread *m = &y->threads[t];
+    for (size_t k = 0; k < y->nthreads; k++) {
+        const struct moved_thread *m = &y->threads[k];
         size_t c = claim_of(y, m->shrink);
         if (c == y->nclaims || given[c] == NULL || thread_cpus(m->tid, cur) < 0)
             continue; /* not given back, or the thread ended */
