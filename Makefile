@@ -1,7 +1,7 @@
 # tunerun - NUMA-aware process launcher.
 #
 #   make            build ./tunerun (profiles/ next to it are found without installing)
-#   make demo       launch a probe under the mysql profile and show what was applied
+#   make demo       start redis-server under the redis profile and show what it got
 #   make test       unit tests (cmocka), host integration tests, NUMA VM tests, sanitizers
 #   make test-vm    boot real multi-node kernels under qemu and check placement
 #   make sanitize   unit and host suites on an ASan+UBSan build (make test runs it too)
@@ -53,7 +53,7 @@ HDRS     = $(filter-out launcher/config.h,$(wildcard launcher/*.h))
 
 UNIT_TESTS = tests/test_parse tests/test_profile tests/test_topo tests/test_plan tests/test_disk
 
-.PHONY: all deps test-deps demo test unit host-test test-vm sanitize fuzz bench install uninstall clean format FORCE
+.PHONY: all deps test-deps demo-deps demo test unit host-test test-vm sanitize fuzz bench install uninstall clean format FORCE
 
 all: tunerun
 
@@ -62,6 +62,9 @@ deps:
 
 test-deps:
 	@contrib/install-deps test
+
+demo-deps:
+	@contrib/install-deps demo
 
 # Rewritten only when the flags change: objects built with other flags
 # (make HARDEN=, another CFLAGS) are rebuilt, so the binary is what the
@@ -97,12 +100,10 @@ tests/claimer: tests/claimer.c $(LIB_OBJ) $(HDRS)
 tests/test_%: tests/test_%.c $(LIB_OBJ) $(HDRS)
 	$(CC) $(ALL_CFLAGS) -Ilauncher -o $@ $< $(LIB_OBJ) $(ALL_LDFLAGS) $(DEPS_LIBS) -lcmocka
 
-# The README's first command: a real launch, shown from the child's side.
-demo: deps
-	@$(MAKE) --no-print-directory all tests/probe >/dev/null
-	./tunerun plan mysql
-	@echo
-	./tunerun -v mysql -- tests/probe --env MALLOC_ARENA_MAX
+# The README's first command: a real redis-server under tunerun, seen from outside.
+demo: demo-deps
+	@$(MAKE) --no-print-directory all >/dev/null
+	@contrib/demo
 
 # The README's second command: everything, as CI runs it.
 test: test-deps
