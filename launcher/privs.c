@@ -443,18 +443,19 @@ static int check_exec(const struct privs *pv, const char *command, bool *cannot_
  * with TIOCSTI a process can push input into its controlling terminal,
  * which a shell then runs as root once the service has ended or gone to
  * the background; TIOCLINUX's paste does the same on a virtual console
- * (before 6.7 whatever dev.tty.legacy_tiocsti says). Nor may it make
- * itself the terminal's foreground job (TIOCSPGRP, which a process that
- * ignores SIGTTOU may call from the background) and read what root types.
- * All three are refused to the service and its children by a seccomp
- * filter, whenever it has a controlling terminal. The terminal stays its
- * controlling terminal, so job control holds: in the background it is
- * stopped (SIGTTIN) before it could read. Giving the terminal up
- * (TIOCNOTTY) would end that, and setsid() is not open to a process group
- * leader, which every job a shell starts is.
+ * (before 6.7 whatever dev.tty.legacy_tiocsti says). Both are refused to
+ * the service and its children by a seccomp filter, whenever it has a
+ * controlling terminal; nothing else uses them. What it cannot stop: a
+ * process of root's session may join the terminal's foreground process
+ * group (setpgid) and read what is typed there, as any job root starts
+ * can. Only a terminal of its own, relayed by a process that stays (su
+ * --pty), would, and tunerun execs in place; so services belong in a
+ * service manager or a container, and the man page says so. Giving the
+ * terminal up (TIOCNOTTY) is worse: it ends job control, so a service in
+ * the background is no longer stopped when it reads.
  *
  * Written by hand: libseccomp is not among the libraries tunerun links,
- * and the filter is sixteen instructions. The command is compared on its
+ * and the filter is fifteen instructions. The command is compared on its
  * low 32 bits, as the kernel reads ioctl's, so that no high bit slips
  * past (CVE-2019-10063). On x86-64, the x32 and i386 entries are filtered
  * too. Installing it needs CAP_SYS_ADMIN (root still has it here) or
@@ -483,20 +484,34 @@ static int install_filter(struct sock_fprog *prog)
 {
     if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_SPEC_ALLOW, prog) == 0)
         return 0;
-    if (errno != EINVAL && errno != ENOSYS)
+    if (errno != EINVAL && errno != ENOSYS && errno != EPERM) /* EPERM: an outer filter */
         return -1;
     return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog, 0, 0);
 }
 #endif
 
+/* Whether this process has a controlling terminal: tty_nr, the 7th field of its stat. */
+static bool has_terminal(void)
+{
+    char line[1024];
+    const char *p =
+        read_line_file("/proc/self/stat", line, sizeof(line)) ? strrchr(line, ')') : NULL;
+    int tty_nr = 0;
+    if (p == NULL || sscanf(p + 1, " %*c %*d %*d %*d %d", &tty_nr) != 1) {
+        /* no /proc: /dev/tty says, where ENXIO only means there is none */
+        int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (fd >= 0)
+            close(fd);
+        return fd >= 0 || errno != ENXIO;
+    }
+    return tty_nr != 0;
+}
+
 static int keep_off_terminal(const struct privs *pv, char *err, size_t n)
 {
-    /* only ENXIO says there is none: a /dev without the node may still have a terminal */
-    int tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
-    if (tty < 0 && errno == ENXIO)
+    /* tty_nr in /proc/self/stat, which needs no /dev/tty node: 0 is none */
+    if (!has_terminal())
         return 0; /* no controlling terminal (a unit, a container): nothing to type into */
-    if (tty >= 0)
-        close(tty);
 #ifdef NATIVE_ARCH
     /* little-endian: the low word of args[1] comes first */
     unsigned cmd = offsetof(struct seccomp_data, args[1]);
@@ -512,9 +527,8 @@ static int keep_off_terminal(const struct privs *pv, char *err, size_t n)
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, COMPAT_IOCTL, 1, 0),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, cmd),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 3, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 2, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSPGRP, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 1, 0),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
     };
