@@ -424,7 +424,9 @@ static size_t utf8_char(const unsigned char *s)
         (s[0] == 0xed && s[1] > 0x9f) || (s[0] == 0xf0 && s[1] < 0x90) ||
         (s[0] == 0xf4 && s[1] > 0x8f))
         return 0; /* C1, overlong, a surrogate, beyond U+10FFFF */
-    /* what reorders or breaks the line as shown: U+200E/F, U+2028..E, U+2066..9 */
+    /* what reorders or breaks the line as shown: U+061C, U+200E/F, U+2028..E, U+2066..9 */
+    if (s[0] == 0xd8 && s[1] == 0x9c)
+        return 0;
     if (s[0] == 0xe2 &&
         ((s[1] == 0x80 && (s[2] == 0x8e || s[2] == 0x8f || (s[2] >= 0xa8 && s[2] <= 0xae))) ||
          (s[1] == 0x81 && s[2] >= 0xa6 && s[2] <= 0xa9)))
