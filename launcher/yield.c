@@ -29,7 +29,8 @@ static int shrink_process(long pid, size_t shrink, hwloc_const_bitmap_t taken,
     int failed = 0;
     if (!procs_threads(pid, &tids))
         return 0; /* exited meanwhile */
-    hwloc_bitmap_t cur = hwloc_bitmap_alloc(), want = hwloc_bitmap_alloc();
+    hwloc_bitmap_t cur = hwloc_bitmap_alloc(), want = hwloc_bitmap_alloc(),
+                   got = hwloc_bitmap_alloc();
     for (size_t i = 0; i < tids.n; i++) {
         if (thread_cpus(tids.v[i], cur) < 0)
             continue; /* exited meanwhile */
@@ -38,8 +39,7 @@ static int shrink_process(long pid, size_t shrink, hwloc_const_bitmap_t taken,
             hwloc_bitmap_copy(want, keeps);
         if (hwloc_bitmap_isequal(want, cur))
             continue;
-        /* read back: the kernel keeps a mask within the thread's cpuset */
-        if (thread_set_cpus(tids.v[i], want) < 0 || thread_cpus(tids.v[i], want) < 0) {
+        if (thread_set_cpus(tids.v[i], want) < 0) {
             if (errno != ESRCH) {
                 log_warn("%s: cannot move thread %ld of pid %ld off CPUs it yields: %s", who,
                          tids.v[i], pid, strerror(errno));
@@ -47,6 +47,9 @@ static int shrink_process(long pid, size_t shrink, hwloc_const_bitmap_t taken,
             }
             continue;
         }
+        /* read back: the kernel keeps a mask within the thread's cpuset */
+        if (thread_cpus(tids.v[i], got) == 0)
+            hwloc_bitmap_copy(want, got);
         bool seen = false;
         for (size_t k = 0; k < y->nthreads && !seen; k++)
             if ((seen = y->threads[k].tid == tids.v[i]))
@@ -60,6 +63,7 @@ static int shrink_process(long pid, size_t shrink, hwloc_const_bitmap_t taken,
     }
     hwloc_bitmap_free(cur);
     hwloc_bitmap_free(want);
+    hwloc_bitmap_free(got);
     pid_list_free(&tids);
     return failed;
 }
