@@ -1179,9 +1179,7 @@ static void add_shrinks(struct ctx *c)
         s->nodes = hwloc_bitmap_alloc();
         hwloc_bitmap_andnot(s->cpus, k->cpus, taken);
         hwloc_bitmap_and(s->gives, k->cpus, taken);
-        for (size_t n = 0; n < t->nnodes; n++)
-            if (hwloc_bitmap_intersects(t->nodes[n].cpus, s->cpus))
-                hwloc_bitmap_set(s->nodes, t->nodes[n].os_index);
+        topo_nodes_of(t, s->cpus, s->nodes);
         char *gives = bitmap_list(s->gives), *keeps = bitmap_list(s->cpus);
         note(pl, NOTE_INFO, "%s, a shared pool, yields %s %s to it and keeps %s %s", k->profile,
              cpus_word(s->gives), gives, cpus_word(s->cpus), keeps);
@@ -1439,9 +1437,7 @@ static void settle_nodes(struct ctx *c)
     const struct topo *t = c->t;
     struct plan *pl = c->pl;
     hwloc_bitmap_t cpu_nodes = hwloc_bitmap_alloc();
-    for (size_t i = 0; i < t->nnodes; i++)
-        if (hwloc_bitmap_intersects(t->nodes[i].cpus, pl->cpus))
-            hwloc_bitmap_set(cpu_nodes, t->nodes[i].os_index);
+    topo_nodes_of(t, pl->cpus, cpu_nodes);
     topo_nodeless(t, pl->cpus, pl->nodeless);
     if (!hwloc_bitmap_iszero(pl->nodeless) && !hwloc_bitmap_iszero(cpu_nodes)) {
         bool one = hwloc_bitmap_weight(pl->nodeless) == 1;

@@ -93,6 +93,13 @@ void topo_nodeless(const struct topo *t, hwloc_const_bitmap_t set, hwloc_bitmap_
         hwloc_bitmap_andnot(out, out, t->nodes[i].cpus);
 }
 
+void topo_nodes_of(const struct topo *t, hwloc_const_bitmap_t set, hwloc_bitmap_t out)
+{
+    for (size_t i = 0; i < t->nnodes; i++)
+        if (hwloc_bitmap_intersects(t->nodes[i].cpus, set))
+            hwloc_bitmap_set(out, t->nodes[i].os_index);
+}
+
 unsigned topo_distance(const struct topo *t, size_t a, size_t b)
 {
     if (t->distance)

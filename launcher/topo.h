@@ -107,6 +107,8 @@ int topo_node_index(const struct topo *t, unsigned os_index);
  * elsewhere.
  */
 void topo_nodeless(const struct topo *t, hwloc_const_bitmap_t set, hwloc_bitmap_t out);
+/* Adds to out (os indexes) every allowed node that is home to a CPU of set. */
+void topo_nodes_of(const struct topo *t, hwloc_const_bitmap_t set, hwloc_bitmap_t out);
 /* Distance between nodes by index; 10 for self and 20 for others when unknown. */
 unsigned topo_distance(const struct topo *t, size_t a, size_t b);
 

@@ -190,9 +190,7 @@ void yield_give_back(struct yield *y, struct registry *reg, const struct topo *t
         hwloc_bitmap_t nodes = hwloc_bitmap_dup(k->nodes);
         if (!hwloc_bitmap_isequal(cpus, k->cpus)) {
             hwloc_bitmap_copy(nodes, now->nodes);
-            for (size_t n = 0; n < t->nnodes; n++)
-                if (hwloc_bitmap_intersects(t->nodes[n].cpus, cpus))
-                    hwloc_bitmap_set(nodes, t->nodes[n].os_index);
+            topo_nodes_of(t, cpus, nodes);
         }
         struct err e;
         char *list = bitmap_list(cpus);
