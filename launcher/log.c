@@ -59,7 +59,7 @@ static void emit(int priority, const char *fmt, va_list ap)
     str_unharmful(line, sizeof(line), raw);
     if (to_journal)
         fprintf(stderr, "<%d>", priority);
-    char who[256];
+    char who[ESCAPED_SIZE(64)];
     if (subject)
         fprintf(stderr, "tunerun: %s: %s\n", str_escaped(who, sizeof(who), subject, 64), line);
     else

@@ -155,7 +155,7 @@ static void usage(FILE *out)
 /* An error line (with its journald priority when stderr is the journal), then GNU's hint. */
 static int usage_error(const char *fmt, const char *arg)
 {
-    char msg[1024], shown[648]; /* an argument as given: one line, whatever it holds */
+    char msg[1024], shown[ESCAPED_SIZE(160)]; /* an argument as given: one line */
     snprintf(msg, sizeof(msg), fmt, str_escaped(shown, sizeof(shown), arg, 160));
     log_error("%s", msg);
     fprintf(stderr, "Try 'tunerun --help' for more information.\n");
@@ -670,7 +670,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     char key[CLAIM_KEY_LEN + 1];
     int claim_fd = -1, status = EXIT_TUNERUN;
     const char *cmd = o->command[0];
-    char named[648]; /* cmd as messages show it (4 bytes each at most): one line */
+    char named[ESCAPED_SIZE(160)]; /* cmd as messages show it: one line */
     const char *shown = str_escaped(named, sizeof(named), cmd, 160);
     launch_key(p, o->command, key, sizeof(key));
     /*

@@ -431,7 +431,7 @@ static int check_exec(const struct privs *pv, const char *command, bool *cannot_
     if (r == 0 && error != 0) {
         *cannot_exec = true;
         errno = error;
-        char shown[648];
+        char shown[ESCAPED_SIZE(160)];
         return fail(err, n, "%s cannot execute '%s'", pv->user,
                     str_escaped(shown, sizeof(shown), command, 160));
     }

@@ -160,7 +160,7 @@ static const char *const sections[] = {"profile", "placement", "memory",   "limi
 
 static void unknown_section(struct err *e, struct origin at, const char *name)
 {
-    char shown[128];
+    char shown[ESCAPED_SIZE(32)];
     err_set(e, "%s%s:%d: unknown section [%s] (known: " KNOWN_SECTIONS ")", at.via ? at.via : "",
             at.file, at.line, str_escaped(shown, sizeof(shown), name, 32));
 }
@@ -537,7 +537,7 @@ static bool load_file(struct loader *L, const char *path, const char *text, cons
             tok = str_trim(tok);
             if (*tok == '\0') {
                 /* "mysql,,redis", "mysql," or nothing at all: a slip, not a way to say none */
-                char shown[128];
+                char shown[ESCAPED_SIZE(64)];
                 if (*c.includes[i] == '\0')
                     err_set(e,
                             "%s:%d: profile.include: no name given; name a profile or drop "
@@ -1279,7 +1279,7 @@ static bool set_limit(struct profile *p, const char *name, const char *v, struct
 void profile_where(char *buf, size_t n, struct origin at, const char *section, const char *key,
                    const char *value)
 {
-    char s[128], k[320], v[320];
+    char s[ESCAPED_SIZE(32)], k[ESCAPED_SIZE(64)], v[ESCAPED_SIZE(64)];
     str_escaped(s, sizeof(s), section, 32);
     str_escaped(k, sizeof(k), key, 64);
     if (at.line > 0)
@@ -1295,7 +1295,7 @@ static bool apply_entry(struct profile *p, const struct entry *en, struct err *e
     char loc[sizeof(e->msg)]; /* an include chain included */
     const char *why = NULL;
     if (!known_section(en->section, strlen(en->section))) {
-        char s[128];
+        char s[ESCAPED_SIZE(64)];
         if (en->at.line > 0 && en->section[0] == '\0') {
             /* inih hands a key before the first [section] over with section "" */
             err_set(e,
@@ -1448,7 +1448,7 @@ bool profile_set(struct profile *p, const char *assignment, struct err *e)
     const char *eq = strchr(assignment, '=');
     const char *dot = strchr(assignment, '.');
     if (eq == NULL || dot == NULL || dot > eq || dot == assignment || dot + 1 == eq) {
-        char shown[320];
+        char shown[ESCAPED_SIZE(64)];
         err_set(e, "--set %s: expected SECTION.KEY=VALUE",
                 str_escaped(shown, sizeof(shown), assignment, 64));
         return false;
@@ -1492,7 +1492,7 @@ char *profile_locate(const char *name, const struct profile_paths *paths, struct
     char *path = profile_find(name, paths, NULL);
     if (path)
         return path;
-    char shown[320], where[PATH_MAX] = "";
+    char shown[ESCAPED_SIZE(64)], where[PATH_MAX] = "";
     str_escaped(shown, sizeof(shown), name, 64);
     for (size_t i = 0; i < paths->n; i++)
         snprintf(where + strlen(where), sizeof(where) - strlen(where), "%s%s", i ? ", " : "",

@@ -399,17 +399,12 @@ const char *boot_id(void)
 }
 
 /*
- * s as a message may show it: control characters (tab too) escaped as \n,
- * \t, \xHH so that the message stays one harmless line, and cut after max
- * characters with "...". Returns buf.
- */
-/*
  * The length of the UTF-8 character at s that a terminal may show as text:
  * 0 for a byte that starts none, a C1 control (U+0080..U+009F, which a
  * UTF-8 terminal may act on as it would on ESC), or a character that
- * reorders or breaks the line as shown (bidi controls, line separators). Written here: glibc's
- * mbrtowc() follows the locale, and tunerun runs in whatever locale its
- * caller has, often C.
+ * reorders or breaks the line as shown (bidi controls, line separators).
+ * Written here: glibc's mbrtowc() follows the locale, and tunerun runs in
+ * whatever locale its caller has, often C.
  */
 static size_t utf8_char(const unsigned char *s)
 {

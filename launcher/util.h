@@ -52,6 +52,8 @@ void mountinfo_unescape(char *s);
  * were; cut after max bytes with "...". Returns buf.
  */
 const char *str_escaped(char *buf, size_t n, const char *s, size_t max);
+/* A buffer that holds max bytes escaped (four each at most) and the "...". */
+#define ESCAPED_SIZE(max) (4 * (max) + 16)
 /*
  * The same but for backslashes, which stay as they are: what it makes
  * is unchanged by it again, so that a message whose names were escaped
