@@ -274,7 +274,8 @@ static bool trusted_as_root(const char *path, int fd, const struct stat *st, str
     }
     bool ok = true;
     const char *named[] = {path, real};
-    for (size_t i = 0; i < 2 && ok; i++) {
+    /* the same path twice is checked once (a profile named by its real path, the common case) */
+    for (size_t i = 0; i < (strcmp(path, real) == 0 ? 1 : 2) && ok; i++) {
         char *copy = xstrdup(named[i]), *slash = strrchr(copy, '/');
         const char *dir = slash == NULL ? "." : slash == copy ? "/" : (*slash = '\0', copy);
         struct stat ds;
@@ -300,9 +301,9 @@ static bool trusted_as_root(const char *path, int fd, const struct stat *st, str
         ok = false;
     }
     const char *way = ok ? path_untrusted_way(as_named, 0, at, sizeof(at)) : NULL;
-    free(as_named);
-    if (ok && way == NULL)
+    if (ok && way == NULL && strcmp(as_named, real) != 0)
         way = path_untrusted_way(real, 0, at, sizeof(at));
+    free(as_named);
     if (way) {
         err_set(e,
                 "%s: %s on the way to it %s; refusing it as root (keep profiles where only root "
