@@ -356,23 +356,84 @@ static bool new_topology(hwloc_topology_t *topo, bool host, unsigned long flags,
 }
 
 /* An XML file or a synthetic description: for plan, topo and tests. */
+/* An hwloc XML export of the largest machines, PCI and all, is a few MiB. */
+#define XML_MAX (16 << 20)
+
+/*
+ * The PUs a synthetic description makes: the product of its levels'
+ * counts ("pack:2 numa:1 core:8 pu:2", a count alone, attributes in
+ * parentheses; "[numa...]" attaches memory and multiplies nothing). hwloc
+ * builds whatever it is given, and a typo of a few digits is a thousand
+ * million objects: hand-written because hwloc says the size only after it
+ * has built them. Saturates at SIZE_MAX; 0 for what it cannot read, which
+ * hwloc then judges.
+ */
+static size_t synthetic_pus(const char *desc)
+{
+    size_t pus = 1;
+    for (const char *s = desc; *s;) {
+        s += strspn(s, " \t");
+        if (*s == '\0')
+            break;
+        size_t len = strcspn(s, " \t");
+        const char *colon = memchr(s, ':', len), *num = colon ? colon + 1 : s;
+        if (*s != '[' && *s != '(' && *num >= '0' && *num <= '9') {
+            char *end;
+            errno = 0;
+            unsigned long long n = strtoull(num, &end, 10);
+            if (errno != 0 || n > SIZE_MAX)
+                return SIZE_MAX;
+            pus = n != 0 && pus > SIZE_MAX / n ? SIZE_MAX : pus * (size_t)n;
+        } else if (*s != '[' && *s != '(') {
+            return 0;
+        }
+        s += len;
+    }
+    return pus;
+}
+
 static bool load_spec(const char *spec, struct topo *t, struct machine *m, struct err *e)
 {
     hwloc_topology_t topo;
     bool synthetic = strncmp(spec, "synthetic:", 10) == 0;
     t->source = synthetic ? TOPO_SYNTHETIC : TOPO_XML;
     t->desc = xstrdup(spec);
-    if (!new_topology(&topo, false, BASE_FLAGS, e))
+    char *xml = NULL;
+    size_t len = 0;
+    if (synthetic) {
+        size_t pus = synthetic_pus(spec + 10);
+        if (pus > BITMAP_MAX_INDEX + 1) {
+            err_set(e, "--topology %s: more than %lu PUs; Linux runs at most that many CPUs", spec,
+                    BITMAP_MAX_INDEX + 1);
+            return false;
+        }
+    } else {
+        /* read here, not by hwloc: a FIFO would hang it, /dev/zero fill the memory */
+        int fd = open_regular(spec), error = fd < 0 ? errno : read_fd_text(fd, XML_MAX, &xml, &len);
+        if (fd >= 0)
+            close(fd);
+        if (error != 0) {
+            err_set(e, "--topology %s: %s", spec,
+                    error == EINVAL  ? "not a regular file (an hwloc XML export is one)"
+                    : error == EFBIG ? "larger than 16 MiB; not an hwloc XML export"
+                                     : strerror(error));
+            return false;
+        }
+    }
+    if (!new_topology(&topo, false, BASE_FLAGS, e)) {
+        free(xml);
         return false;
+    }
     bool ok = false;
     if (synthetic && hwloc_topology_set_synthetic(topo, spec + 10) < 0)
         err_set(e, "--topology %s: not a valid hwloc synthetic description", spec);
-    else if (!synthetic && hwloc_topology_set_xml(topo, spec) < 0)
-        err_set(e, "--topology %s: cannot load hwloc XML: %s", spec, strerror(errno));
+    else if (!synthetic && hwloc_topology_set_xmlbuffer(topo, xml, (int)len + 1) < 0)
+        err_set(e, "--topology %s: not an hwloc XML export: %s", spec, strerror(errno));
     else if (hwloc_topology_load(topo) < 0)
-        err_set(e, "cannot load the topology from %s: %s", spec, strerror(errno));
+        err_set(e, "--topology %s: hwloc cannot load it: %s", spec, strerror(errno));
     else
         ok = true;
+    free(xml);
     if (ok)
         machine_from_hwloc(topo, m, true); /* an XML may say what was allowed */
     hwloc_topology_destroy(topo);
