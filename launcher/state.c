@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -101,6 +102,17 @@ enum state_status state_dir_open(struct state_dir *sd, const char *path, bool cr
         err_set(e, "state directory %s %s; refusing to use it", sd->path, why);
         close(fd);
         return STATE_UNSAFE;
+    }
+    /*
+     * A unit with ProtectSystem=strict and no ReadWritePaths= sees the
+     * directory tmpfiles made at boot, read-only: no lock, no claim, so
+     * the same as no directory at all, not a failure of every launch.
+     */
+    struct statvfs fs;
+    if (create && fstatvfs(fd, &fs) == 0 && (fs.f_flag & ST_RDONLY)) {
+        err_set(e, "state directory %s: %s", sd->path, strerror(EROFS));
+        close(fd);
+        return STATE_UNAVAILABLE;
     }
     if (path == NULL && (st.st_mode & 077))
         (void)fchmod(fd, 0700); /* best effort: it still works as it is */
