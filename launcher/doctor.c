@@ -687,9 +687,11 @@ static void check_container(struct doc *d)
 
 static void print_text(FILE *out, const struct doc *d, enum severity worst)
 {
-    fprintf(out, "tunerun doctor%s%s: root %s%s%s%s\n", d->p ? " " : "", d->p ? d->p->name : "",
-            d->root, d->data_dir ? ", data " : "", d->data_dir ? d->data_dir : "",
-            d->data_from_near ? " (the profile's near)" : "");
+    fprintf(out, "tunerun doctor%s%s: root %s, data %s%s\n", d->p ? " " : "",
+            d->p ? d->p->name : "", d->root, d->data_dir ? d->data_dir : "/",
+            d->data_dir == NULL ? " (none named)"
+            : d->data_from_near ? " (the profile's near)"
+                                : "");
     for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
         bool any = false;
         for (size_t i = 0; i < d->n; i++) {
