@@ -198,6 +198,24 @@ static int long_option_error(const struct option *longopts, const char *word)
 }
 
 /* Returns -1 when parsing succeeded, else the exit status. */
+static const struct {
+    const char *name;
+    enum verb verb;
+} verbs[] = {
+    {"run", VERB_RUN},       {"plan", VERB_PLAN},         {"topo", VERB_TOPO},
+    {"ps", VERB_PS},         {"profiles", VERB_PROFILES}, {"systemd", VERB_SYSTEMD},
+    {"doctor", VERB_DOCTOR},
+};
+
+/* Whether word names a verb: a profile of that name takes an explicit "run". */
+static bool verb_word(const char *word)
+{
+    for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+        if (strcmp(word, verbs[i].name) == 0)
+            return true;
+    return false;
+}
+
 static int parse_args(int argc, char **argv, struct options *o)
 {
     static const struct option longopts[] = {
@@ -233,14 +251,6 @@ static int parse_args(int argc, char **argv, struct options *o)
      * as a positional and step over. A third positional means the command
      * began without "--", and its own options must not be read as ours.
      */
-    static const struct {
-        const char *name;
-        enum verb verb;
-    } verbs[] = {
-        {"run", VERB_RUN},       {"plan", VERB_PLAN},         {"topo", VERB_TOPO},
-        {"ps", VERB_PS},         {"profiles", VERB_PROFILES}, {"systemd", VERB_SYSTEMD},
-        {"doctor", VERB_DOCTOR},
-    };
     char *pos[3];
     int npos = 0;
     bool first_is_verb = false;
@@ -254,8 +264,7 @@ static int parse_args(int argc, char **argv, struct options *o)
             if (optind >= dashdash)
                 break;
             pos[npos++] = argv[optind++];
-            for (size_t i = 0; npos == 1 && i < sizeof(verbs) / sizeof(verbs[0]); i++)
-                first_is_verb |= strcmp(pos[0], verbs[i].name) == 0;
+            first_is_verb |= npos == 1 && verb_word(pos[0]);
             if (npos == 3 || (npos == 2 && !first_is_verb))
                 break;
             continue;
@@ -474,17 +483,24 @@ static bool load_profile(const struct options *o, const struct profile_paths *pa
     return ok;
 }
 
-static void log_plan_notes(const struct plan *pl)
+/*
+ * Under --strict what would be a warning is a reason the launch is
+ * refused: an error, which -q does not hide.
+ */
+static void log_plan_notes(const struct plan *pl, bool strict)
 {
     for (size_t i = 0; i < pl->nnotes; i++) {
-        if (pl->notes[i].level == NOTE_WARN)
+        if (pl->notes[i].level == NOTE_WARN && strict)
+            log_error("%s", pl->notes[i].text);
+        else if (pl->notes[i].level == NOTE_WARN)
             log_warn("%s", pl->notes[i].text);
         else
             log_info("%s", pl->notes[i].text);
     }
 }
 
-static int log_results(const struct plan *pl, const struct step_result *res, bool cgroup)
+static int log_results(const struct plan *pl, const struct step_result *res, bool cgroup,
+                       bool strict)
 {
     int failed = 0;
     for (size_t i = 0; i < pl->nsteps; i++) {
@@ -492,7 +508,10 @@ static int log_results(const struct plan *pl, const struct step_result *res, boo
         if ((pl->steps[i].type == STEP_CGROUP) != cgroup)
             continue;
         plan_step_name(&pl->steps[i], name, sizeof(name));
-        if (res[i].status == STEP_FAILED) {
+        if (res[i].status == STEP_FAILED && strict) {
+            failed++;
+            log_error("%s: %s", name, res[i].detail);
+        } else if (res[i].status == STEP_FAILED) {
             failed++;
             log_warn("%s: %s", name, res[i].detail);
         } else {
@@ -662,6 +681,16 @@ static void abandon(const struct state_dir *sd, const struct topo *t, struct reg
     registry_close(&again);
 }
 
+/* The value the plan gives environment variable `name`, else the inherited one. */
+static const char *plan_env(const struct plan *pl, const char *name)
+{
+    const char *value = getenv(name);
+    for (size_t i = 0; i < pl->nsteps; i++)
+        if (pl->steps[i].type == STEP_SETENV && strcmp(pl->steps[i].u.env.name, name) == 0)
+            value = pl->steps[i].u.env.value;
+    return value;
+}
+
 static int run(const struct options *o, struct profile *p, struct topo *t,
                const struct state_dir *sd, const struct cgroup *cg, const struct privs *pv,
                const struct plan_near *near)
@@ -675,16 +704,6 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     char named[ESCAPED_SIZE(160)]; /* cmd as messages show it: one line */
     const char *shown = str_escaped(named, sizeof(named), cmd, 160);
     launch_key(p, o->command, key, sizeof(key));
-    /*
-     * Whether execvp() would find and may execute the command: before
-     * anything changes. A service user's right to execute it is checked as
-     * that user (privs_drop()); root may be refused what it may run (NFS).
-     */
-    int error = command_error(cmd);
-    if (error != 0 && !(pv && pv->change_id && error != ENOENT)) {
-        log_error("cannot execute '%s': %s", shown, strerror(error));
-        return error == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
-    }
     if (sd->fd >= 0)
         registry_disown(sd);
     if (!open_registry(sd, &reg, REGISTRY_WRITE))
@@ -693,10 +712,23 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         registry_close(&reg);
         return EXIT_TUNERUN;
     }
+    /*
+     * Whether execvp() would find and may execute the command, in the PATH
+     * the plan gives it: before anything is claimed or changed. A service
+     * user's right to execute it is checked as that user (privs_drop());
+     * root may be refused what it may run (NFS).
+     */
+    int error = command_error(cmd, plan_env(&pl, "PATH"));
+    if (error != 0 && !(pv && pv->change_id && error != ENOENT)) {
+        log_error("cannot execute '%s': %s", shown, strerror(error));
+        registry_close(&reg);
+        plan_free(&pl);
+        return error == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+    }
     struct step_result *res = xcalloc(pl.nsteps ? pl.nsteps : 1, sizeof(*res));
     struct yield y = {0};
     bool unprivileged = false;
-    log_plan_notes(&pl);
+    log_plan_notes(&pl, o->strict);
     if (o->strict && pl.degraded) {
         log_error("--strict: the plan does not fully honour the profile; not executing %s", shown);
         goto refused;
@@ -704,7 +736,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     if (sd->fd >= 0 && (claim_fd = claim(p, &pl, key, &reg, name, sizeof(name))) < 0)
         goto refused;
     apply_plan(&pl, res);
-    int failed = log_results(&pl, res, false);
+    int failed = log_results(&pl, res, false, o->strict);
     if (o->strict && failed) {
         log_error("--strict: %d step%s failed; not executing %s", failed, failed == 1 ? "" : "s",
                   shown);
@@ -719,7 +751,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         goto refused;
     }
     apply_cgroup_step(&pl, res);
-    if (log_results(&pl, res, true) && o->strict) {
+    if (log_results(&pl, res, true, o->strict) && o->strict) {
         log_error("--strict: the cgroup step failed; not executing %s", shown);
         yield_undo(&y);
         goto refused;
@@ -729,11 +761,13 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     registry_release(&reg);
     if (pv) {
         char why[1024];
-        bool cannot_exec;
-        if (privs_drop(pv, cmd, &unprivileged, &cannot_exec, why, sizeof(why)) != 0) {
+        int exec_error;
+        if (privs_drop(pv, cmd, &unprivileged, &exec_error, why, sizeof(why)) != 0) {
             /* never a warning: the service would run with more than its profile gives it */
             log_error("privileges: %s; not executing %s", why, shown);
-            status = cannot_exec ? EXIT_CANNOT_RUN : EXIT_TUNERUN;
+            status = exec_error == 0                                 ? EXIT_TUNERUN
+                     : exec_error == ENOENT || exec_error == ENOTDIR ? EXIT_NOT_FOUND
+                                                                     : EXIT_CANNOT_RUN;
             goto abandoned;
         }
         char *who = privs_describe(pv);
@@ -976,7 +1010,8 @@ int main(int argc, char **argv)
                                 o.command,
                                 o.strict,
                                 verbosity,
-                                dir};
+                                dir,
+                                file == NULL && verb_word(p.name)};
         struct cgroup here;
         cgroup_detect(&here, false);
         systemd_dropin(stdout, &p, &a, systemd_version(), here.mode == CG_UNIFIED);

@@ -404,7 +404,7 @@ static int preflight(const struct privs *pv, char *err, size_t n)
  * uid can still come back, so a command it cannot run fails while tunerun
  * is still root. Called after the groups and gid changed.
  */
-static int check_exec(const struct privs *pv, const char *command, bool *cannot_exec, char *err,
+static int check_exec(const struct privs *pv, const char *command, int *exec_error, char *err,
                       size_t n)
 {
     uid_t ruid, euid, suid;
@@ -424,12 +424,13 @@ static int check_exec(const struct privs *pv, const char *command, bool *cannot_
     if (r == 0 && cap_set_proc(caps) < 0)
         r = fail(err, n, "setting the effective set to the kept capabilities");
     cap_free(caps);
-    int error = r == 0 ? command_error(command) : 0;
+    int error =
+        r == 0 ? command_error(command, getenv("PATH")) : 0; /* the profile's [env] is set */
     /* back to euid 0, where the effective set is the permitted one again */
     if (euid != pv->uid && setresuid((uid_t)-1, euid, (uid_t)-1) < 0)
         return fail(err, n, "seteuid back to %lu", (unsigned long)euid);
     if (r == 0 && error != 0) {
-        *cannot_exec = true;
+        *exec_error = error;
         errno = error;
         char shown[ESCAPED_SIZE(160)];
         return fail(err, n, "%s cannot execute '%s'", pv->user,
@@ -549,8 +550,8 @@ static int keep_off_terminal(const struct privs *pv, char *err, size_t n)
 #endif
 }
 
-static int set_identity(const struct privs *pv, const char *command, bool *changed,
-                        bool *cannot_exec, char *err, size_t n)
+static int set_identity(const struct privs *pv, const char *command, bool *changed, int *exec_error,
+                        char *err, size_t n)
 {
     uid_t ruid, euid, suid;
     gid_t rgid, egid, sgid;
@@ -562,7 +563,7 @@ static int set_identity(const struct privs *pv, const char *command, bool *chang
     if ((rgid != pv->gid || egid != pv->gid || sgid != pv->gid) &&
         setresgid(pv->gid, pv->gid, pv->gid) < 0)
         return fail(err, n, "setresgid %s", pv->group);
-    int r = check_exec(pv, command, cannot_exec, err, n);
+    int r = check_exec(pv, command, exec_error, err, n);
     if (r != 0)
         return r;
     /* the permitted set survives the uid change only when capabilities are kept */
@@ -667,17 +668,17 @@ static int verify_caps(const struct privs *pv, char *err, size_t n)
     return r;
 }
 
-int privs_drop(const struct privs *pv, const char *command, bool *changed, bool *cannot_exec,
+int privs_drop(const struct privs *pv, const char *command, bool *changed, int *exec_error,
                char *err, size_t n)
 {
     *changed = false;
-    *cannot_exec = false;
+    *exec_error = 0;
     errno = 0;
     int r = preflight(pv, err, n);
     if (r == 0 && pv->caps)
         r = drop_bounding(pv, err, n);
     if (r == 0 && pv->change_id)
-        r = set_identity(pv, command, changed, cannot_exec, err, n);
+        r = set_identity(pv, command, changed, exec_error, err, n);
     if (r == 0 && pv->caps)
         r = set_sets(pv, err, n);
     if (r == 0 && pv->caps)

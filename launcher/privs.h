@@ -63,10 +63,10 @@ char *privs_cap_list(uint64_t mask);
  * sets, the ambient set, no_new_privs; then everything is read back.
  * Returns 0, or errno with err holding one line naming the step; *changed
  * says whether the ids had already changed (tunerun can then no longer
- * remove its root-owned claim and cgroup), *cannot_exec that the command
- * is what failed.
+ * remove its root-owned claim and cgroup), *exec_error, when not 0, that
+ * the command is what failed, with the errno execvp() would give.
  */
-int privs_drop(const struct privs *pv, const char *command, bool *changed, bool *cannot_exec,
+int privs_drop(const struct privs *pv, const char *command, bool *changed, int *exec_error,
                char *err, size_t n);
 
 #endif

@@ -126,7 +126,7 @@ void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *
         put_word(f, a->sets[i]);
     }
     if (!a->profile_file) {
-        fputc(' ', f);
+        fputs(a->run ? " run " : " ", f);
         put_word(f, p->name);
     }
     fputs(" --", f);

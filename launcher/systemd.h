@@ -27,6 +27,7 @@ struct dropin_args {
     bool strict;
     const char *verbosity; /* "-q", "-v" or NULL */
     const char *state_dir; /* absolute, or NULL for the default */
+    bool run;              /* an explicit "run": the profile is named like a verb */
 };
 
 void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *a, int version,

@@ -364,13 +364,12 @@ static int exec_error(const char *file, int depth)
     return depth >= 5 ? ELOOP : exec_error(name, depth + 1);
 }
 
-int command_error(const char *cmd)
+int command_error(const char *cmd, const char *path)
 {
     if (*cmd == '\0')
         return ENOENT;
     if (strchr(cmd, '/'))
         return exec_error(cmd, 0);
-    const char *path = getenv("PATH");
     char *dirs = xstrdup(path ? path : "/bin:/usr/bin"), *rest = dirs, *d;
     int error = ENOENT;
     /* strsep, not strtok: an empty element means the current directory */

@@ -98,11 +98,12 @@ const char *path_untrusted_way(const char *path, uid_t uid, char *at, size_t n);
  * Whether execvp() would find `cmd` and may execute it, with the effective
  * ids: 0, or the errno execvp would fail with: ENOENT when nothing is there,
  * EACCES when something is but none may be executed (no execute bit, a
- * directory). Like execvp, it looks in PATH for a name without a '/' (an
- * empty element is the current directory; no PATH is /bin:/usr/bin). A
+ * directory). Like execvp, it looks in `path` (PATH's value) for a name
+ * without a '/' (an empty element is the current directory; NULL, no PATH,
+ * is /bin:/usr/bin). A
  * script's "#!" interpreter must be there and executable too (ENOENT,
  * EACCES), as the kernel would look for it.
  */
-int command_error(const char *cmd);
+int command_error(const char *cmd, const char *path);
 
 #endif
