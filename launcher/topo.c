@@ -295,21 +295,28 @@ static void machine_from_hwloc(hwloc_topology_t topo, struct machine *m, bool al
         m->cores[m->ncores++] =
             hwloc_bitmap_dup(hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned)i)->cpuset);
 
-    /* Distances between the nodes, when the source has a NUMA latency matrix. */
-    struct hwloc_distances_s *d = NULL;
-    unsigned nr = 1;
-    if (m->nnodes > 1 &&
-        hwloc_distances_get_by_type(topo, HWLOC_OBJ_NUMANODE, &nr, &d,
-                                    HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) == 0 &&
-        nr == 1) {
-        m->distance = xcalloc(m->nnodes * m->nnodes, sizeof(*m->distance));
-        for (size_t a = 0; a < m->nnodes; a++)
-            for (size_t b = 0; b < m->nnodes; b++) {
-                hwloc_uint64_t ab, ba;
-                if (hwloc_distances_obj_pair_values(d, objs[a], objs[b], &ab, &ba) == 0)
-                    m->distance[a * m->nnodes + b] = ab;
+    /*
+     * Distances between the nodes, when the source has a NUMA latency
+     * matrix: the first that covers every node (the kernel's; an XML may
+     * carry others). hwloc fills at most nr and says how many there are.
+     */
+    struct hwloc_distances_s *ds[4];
+    unsigned nr = 4;
+    if (m->nnodes > 1 && hwloc_distances_get_by_type(topo, HWLOC_OBJ_NUMANODE, &nr, ds,
+                                                     HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) == 0) {
+        nr = nr < 4 ? nr : 4;
+        for (unsigned k = 0; k < nr; k++) {
+            if (m->distance == NULL && ds[k]->nbobjs == m->nnodes) {
+                m->distance = xcalloc(m->nnodes * m->nnodes, sizeof(*m->distance));
+                for (size_t a = 0; a < m->nnodes; a++)
+                    for (size_t b = 0; b < m->nnodes; b++) {
+                        hwloc_uint64_t ab, ba;
+                        if (hwloc_distances_obj_pair_values(ds[k], objs[a], objs[b], &ab, &ba) == 0)
+                            m->distance[a * m->nnodes + b] = ab;
+                    }
             }
-        hwloc_distances_release(topo, d);
+            hwloc_distances_release(topo, ds[k]);
+        }
     }
     free(objs);
     kinds_from_hwloc(topo, m);

@@ -93,6 +93,20 @@ static void test_cpuless_node(void **state)
     topo_free(&t);
 }
 
+/* An XML with a second latency matrix (hwloc fills one, and says there are two). */
+static void test_second_distance_matrix(void **state)
+{
+    (void)state;
+    struct topo t;
+    struct err e;
+    if (!topo_load(&t, "tests/data/cod-2matrices.xml", NULL, &e))
+        fail_msg("%s", e.msg);
+    assert_non_null(t.distance);
+    assert_int_equal(topo_distance(&t, 0, 1), 21);
+    assert_int_equal(topo_distance(&t, 0, 2), 31);
+    topo_free(&t);
+}
+
 static void test_knl_mcdram_is_never_a_cpu_home(void **state)
 {
     (void)state;
@@ -469,6 +483,7 @@ int main(void)
         cmocka_unit_test(test_every_xml_is_consistent),
         cmocka_unit_test(test_two_socket_xeon),
         cmocka_unit_test(test_cpuless_node),
+        cmocka_unit_test(test_second_distance_matrix),
         cmocka_unit_test(test_knl_mcdram_is_never_a_cpu_home),
         cmocka_unit_test(test_offline_and_disallowed),
         cmocka_unit_test(test_synthetic),
