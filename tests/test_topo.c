@@ -18,8 +18,8 @@ static struct topo load(const char *name)
     struct topo t;
     struct err e;
     char path[512];
-    if (strncmp(name, "synthetic:", 10) == 0)
-        snprintf(path, sizeof(path), "%s", name);
+    if (strncmp(name, "synthetic:", 10) == 0 || strncmp(name, "tests/", 6) == 0)
+        snprintf(path, sizeof(path), "%s", name); /* or one of ours */
     else
         snprintf(path, sizeof(path), "%s/%s", topologies_dir(), name);
     if (!topo_load(&t, path, NULL, &e))
@@ -97,10 +97,7 @@ static void test_cpuless_node(void **state)
 static void test_second_distance_matrix(void **state)
 {
     (void)state;
-    struct topo t;
-    struct err e;
-    if (!topo_load(&t, "tests/data/cod-2matrices.xml", NULL, &e))
-        fail_msg("%s", e.msg);
+    struct topo t = load("tests/data/cod-2matrices.xml");
     assert_non_null(t.distance);
     assert_int_equal(topo_distance(&t, 0, 1), 21);
     assert_int_equal(topo_distance(&t, 0, 2), 31);
@@ -251,17 +248,13 @@ static void assert_kind(const struct topo *t, size_t i, const char *label, const
 static void test_cpu_kinds(void **state)
 {
     (void)state;
-    struct topo t;
-    struct err e;
-    if (!topo_load(&t, "tests/data/hybrid.xml", NULL, &e))
-        fail_msg("%s", e.msg);
+    struct topo t = load("tests/data/hybrid.xml");
     assert_int_equal(t.nkinds, 2);
     assert_kind(&t, 0, "IntelCore", "8-23");
     assert_kind(&t, 1, "IntelAtom", "0-7");
     topo_free(&t);
 
-    if (!topo_load(&t, "tests/data/hybrid-unranked.xml", NULL, &e))
-        fail_msg("%s", e.msg);
+    t = load("tests/data/hybrid-unranked.xml");
     assert_int_equal(t.nkinds, 0);
     topo_free(&t);
 
@@ -307,6 +300,7 @@ static void test_cpu_kinds(void **state)
     /* the cache keeps them */
     const char *text = "complete 0-7\nonline 0-7\nnode 0 1 0-7 -\n"
                        "kind 4-7 IntelCore\nkind 0-3 kind2\n";
+    struct err e;
     assert_true(topo_parse_cache(&t, text, &e));
     assert_int_equal(t.nkinds, 2);
     assert_kind(&t, 0, "IntelCore", "4-7");
