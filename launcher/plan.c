@@ -758,48 +758,80 @@ static bool flat_distances(const struct ctx *c)
     return true;
 }
 
+/* Both ways: a matrix may be asymmetric, and each node's threads use the other's memory. */
+static unsigned long round_trip(const struct topo *t, size_t a, size_t b)
+{
+    return (unsigned long)topo_distance(t, a, b) + topo_distance(t, b, a);
+}
+
+/* What tells groups apart, most important first. */
+struct group_cost {
+    unsigned long apart;   /* members holding a service it keeps apart from */
+    unsigned long trips;   /* round trips between members */
+    unsigned long memless; /* members without memory of their own (pages all remote) */
+    unsigned long worst;   /* the worst place in the ranking (free memory, claims, near) */
+    unsigned long places;  /* the members' places in it, added up */
+};
+
+static bool group_cheaper(const struct group_cost *a, const struct group_cost *b)
+{
+    return a->apart != b->apart       ? a->apart < b->apart
+           : a->trips != b->trips     ? a->trips < b->trips
+           : a->memless != b->memless ? a->memless < b->memless
+           : a->worst != b->worst     ? a->worst < b->worst
+                                      : a->places < b->places;
+}
+
 /*
- * Greedy compact group: from each seed, add the node nearest to the group so
- * far; keep the group with the smallest sum of pairwise distances, the
- * better-ranked seed winning ties. For two nodes this is the closest pair.
+ * Greedy compact group: from each seed, add the node that costs the group
+ * least in group_cost's terms (a node apart first, then the round trips to
+ * the members so far, then memory of its own, then its place); of these
+ * groups, the cheapest, where a group's place is its worst member's,
+ * then its members' added up. For two nodes this is the closest pair among those
+ * no service it keeps apart from holds. O(nodes^2 x want): the round trips
+ * to the group grow one member at a time.
  */
 static void choose_group(struct ctx *c, size_t want, size_t *out)
 {
     const struct topo *t = c->t;
-    unsigned long best_cost = ~0UL;
-    size_t *group = xrealloc(NULL, want * sizeof(size_t));
-    bool *in = xrealloc(NULL, t->nnodes * sizeof(bool));
-    for (size_t s = 0; s < c->nrank; s++) {
-        memset(in, 0, t->nnodes * sizeof(bool));
-        group[0] = c->rank[s];
-        in[group[0]] = true;
-        unsigned long cost = 0;
-        for (size_t g = 1; g < want; g++) {
-            size_t pick = 0;
-            unsigned long pick_d = ~0UL;
-            for (size_t k = 0; k < c->nrank; k++) {
-                size_t n = c->rank[k];
-                if (in[n])
-                    continue;
-                unsigned long d = 0;
-                for (size_t m = 0; m < g; m++)
-                    d += topo_distance(t, group[m], n);
-                if (d < pick_d) {
-                    pick_d = d;
-                    pick = n;
-                }
+    size_t n = c->nrank;
+    struct group_cost best = {~0UL, ~0UL, ~0UL, ~0UL, ~0UL};
+    size_t *group = xcalloc(want, sizeof(size_t));
+    bool *in = xcalloc(n, sizeof(bool)), *apart = xcalloc(n, sizeof(bool)); /* by place */
+    unsigned long *to = xcalloc(n, sizeof(unsigned long)); /* round trips to the group */
+    for (size_t k = 0; k < n; k++)
+        apart[k] = hwloc_bitmap_isset(c->shunned_nodes, t->nodes[c->rank[k]].os_index);
+    for (size_t s = 0; s < n; s++) {
+        memset(in, 0, n * sizeof(bool));
+        memset(to, 0, n * sizeof(unsigned long));
+        struct group_cost g = {0, 0, 0, 0, 0};
+        for (size_t m = 0, k = s; m < want; m++) {
+            for (size_t j = 0; m > 0 && j < n; j++) {
+                struct group_cost cj = {apart[j], to[j], !t->nodes[c->rank[j]].has_memory, j, j},
+                                  ck = {apart[k], to[k], !t->nodes[c->rank[k]].has_memory, k, k};
+                if (!in[j] && (in[k] || group_cheaper(&cj, &ck)))
+                    k = j;
             }
-            group[g] = pick;
-            in[pick] = true;
-            cost += pick_d;
+            in[k] = true;
+            group[m] = c->rank[k];
+            g.apart += apart[k];
+            g.trips += to[k];
+            g.memless += !t->nodes[c->rank[k]].has_memory;
+            g.worst = k > g.worst ? k : g.worst;
+            g.places += k;
+            for (size_t j = 0; j < n; j++)
+                if (!in[j])
+                    to[j] += round_trip(t, c->rank[k], c->rank[j]);
         }
-        if (cost < best_cost) {
-            best_cost = cost;
+        if (group_cheaper(&g, &best)) {
+            best = g;
             memcpy(out, group, want * sizeof(size_t));
         }
     }
     free(group);
     free(in);
+    free(apart);
+    free(to);
 }
 
 /* Whether the first `want` ranked nodes are exactly where it ran before (they rank first when
@@ -895,7 +927,10 @@ static void choose_nodes(struct ctx *c)
         note_node_choice(c, chosen[0]);
     } else if (want > 1) {
         char *list = bitmap_list(pl->nodes);
-        note(pl, NOTE_INFO, "nodes %s: the closest group of %zu%s", list, want,
+        bool apart = c->shunned_names && !hwloc_bitmap_intersects(pl->nodes, c->shunned_nodes);
+        note(pl, NOTE_INFO, "nodes %s: the closest group of %zu%s%s%s%s", list, want,
+             apart ? " none of whose nodes holds " : "", apart ? c->shunned_names : "",
+             apart && t->distance && !flat_distances(c) ? "," : "",
              !t->distance        ? " (no distance matrix: the best ranked)"
              : flat_distances(c) ? " (the distance matrix puts them all alike: the best ranked)"
                                  : " by the distance matrix");

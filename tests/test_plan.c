@@ -315,12 +315,19 @@ static bool has_note(const struct plan *pl, const char *text)
     return false;
 }
 
+/* set is `want` in hwloc's list format, or the test fails saying what it is. */
+static void assert_list(hwloc_const_bitmap_t set, const char *what, const char *want,
+                        const char *label)
+{
+    char *got = bitmap_list(set);
+    if (strcmp(got, want) != 0)
+        fail_msg("%s: %s %s, not %s", label, what, got, want);
+    free(got);
+}
+
 static void assert_cpus(const struct plan *pl, const char *want, const char *label)
 {
-    char *got = bitmap_list(pl->cpus);
-    if (strcmp(got, want) != 0)
-        fail_msg("%s: cpus %s, not %s", label, got, want);
-    free(got);
+    assert_list(pl->cpus, "cpus", want, label);
 }
 
 /* On a hybrid machine a count of CPUs takes the fastest kind of core first. */
@@ -1110,6 +1117,59 @@ static void test_swap_policy(void **state)
 }
 
 /*
+ * nodes = 2 on the CoD machine, whose pairs 0-1 and 2-3 are 21 apart and
+ * every other pair 31: the closest pair that no service it keeps apart
+ * from holds, round trips counted both ways, then memory of its own, then
+ * free memory, each where what comes before ties.
+ */
+static void test_group_of_nodes(void **state)
+{
+    (void)state;
+    struct topo t = shared_xml("28intel64-2p2g7c-CoDgroups.v1tov2.xml");
+    for (size_t i = 0; i < t.nnodes; i++)
+        t.nodes[i].mem_total = t.nodes[i].mem_free = 16 * GIB; /* alike, but for the rules tried */
+    const char *two[] = {"placement.nodes=2", NULL};
+    struct profile mysql = load_profile("mysql", two);
+    struct plan pl = make_plan(&mysql, &t, NULL);
+    assert_list(pl.nodes, "nodes", "0-1", "nothing to tell them apart: the lowest numbers");
+    plan_free(&pl);
+
+    struct claim k = live("nginx", "0-6", "0", false, "mysql");
+    pl = plan_with(&mysql, &t, &k, 1);
+    assert_list(pl.nodes, "nodes", "2-3", "nginx on node 0, which mysql keeps apart from");
+    assert_true(has_note(
+        &pl, "nodes 2-3: the closest group of 2 none of whose nodes holds nginx, by the distance "
+             "matrix"));
+    plan_free(&pl);
+    claim_free(&k);
+
+    size_t n0 = (size_t)topo_node_index(&t, 0), n1 = (size_t)topo_node_index(&t, 1);
+    unsigned saved = t.distance[n0 * t.nnodes + n1];
+    t.distance[n0 * t.nnodes + n1] = 40; /* node 1 is 15 from node 0, node 0 is 40 from node 1 */
+    t.distance[n1 * t.nnodes + n0] = 15;
+    pl = make_plan(&mysql, &t, NULL);
+    assert_list(pl.nodes, "nodes", "2-3", "an asymmetric pair costs its round trip");
+    plan_free(&pl);
+    t.distance[n0 * t.nnodes + n1] = t.distance[n1 * t.nnodes + n0] = saved;
+
+    t.nodes[n0].has_memory = false;
+    uint64_t total = t.nodes[n0].mem_total, free = t.nodes[n0].mem_free;
+    t.nodes[n0].mem_total = t.nodes[n0].mem_free = 0;
+    pl = make_plan(&mysql, &t, NULL);
+    assert_list(pl.nodes, "nodes", "2-3", "a pair as close, each node with memory of its own");
+    plan_free(&pl);
+    t.nodes[n0].has_memory = true;
+
+    t.nodes[n0].mem_total = total;
+    t.nodes[n0].mem_free = free / 8;
+    pl = make_plan(&mysql, &t, NULL);
+    assert_list(pl.nodes, "nodes", "2-3", "a pair as close with more free memory");
+    plan_free(&pl);
+    profile_free(&mysql);
+    topo_free(&t);
+}
+
+/*
  * A shared pool on a hybrid machine yields its fast cores and keeps a slow
  * one; a restart keeps its CPUs; two nodes each give their fastest kind.
  */
@@ -1669,6 +1729,7 @@ int main(void)
         cmocka_unit_test(test_reasons_fit_any_profile),
         cmocka_unit_test(test_one_is_singular),
         cmocka_unit_test(test_pool_keeps_a_slow_core),
+        cmocka_unit_test(test_group_of_nodes),
         cmocka_unit_test(test_no_node_placement),
         cmocka_unit_test(test_near_its_disk),
     };
