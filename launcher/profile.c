@@ -179,6 +179,8 @@ struct reader {
     int long_line;     /* first line longer than inih's buffer, 0 if none */
     int bad_section;   /* first line with an unknown [section], 0 if none */
     char bad_name[32]; /* its name */
+    int odd_line;      /* first line inih would read other than as written, 0 if none */
+    const char *odd_why;
 };
 
 static char *reader_next(char *buf, int size, void *stream)
@@ -196,10 +198,22 @@ static char *reader_next(char *buf, int size, void *stream)
         len = (size_t)size - 1; /* inih would split the line and parse its tail as a new line */
     memcpy(buf, r->pos, len);
     buf[len] = '\0';
+    /* a carriage return ends nothing for inih: a file of old Mac line ends is one long line */
+    const char *cr = memchr(r->pos, '\r', len);
+    if (cr && cr + 1 < r->pos + len && cr[1] != '\n' && r->odd_line == 0) {
+        r->odd_line = r->line;
+        r->odd_why = "a carriage return inside a line: lines end with a newline (\\n or \\r\\n)";
+    }
     r->pos = nl ? nl + 1 : r->pos + strlen(r->pos);
     /* inih only reports keys; catch an unknown section at its header, even an empty one. */
     const char *open = buf + strspn(buf, " \t");
     const char *close = *open == '[' ? strchr(open, ']') : NULL;
+    /* and what follows a header, which inih drops unread: "[memory] thp = never" */
+    const char *after = close ? close + 1 + strspn(close + 1, " \t\r\n") : NULL;
+    if (after && *after && *after != ';' && *after != '#' && r->odd_line == 0) {
+        r->odd_line = r->line;
+        r->odd_why = "text after the section header: a key goes on a line of its own";
+    }
     if (close && r->bad_section == 0) {
         char name[32];
         snprintf(name, sizeof(name), "%.*s", (int)(close - open - 1), open + 1);
@@ -505,13 +519,21 @@ static bool load_file(struct loader *L, const char *path, const char *text, cons
     struct file_ctx c = {L->p, &rd, file, via, &mine, NULL, NULL, 0};
     int bad = ini_parse_stream(reader_next, &rd, on_entry, &c);
     bool ok = true;
-    if (rd.bad_section && (bad == 0 || rd.bad_section <= bad) &&
-        (rd.long_line == 0 || rd.bad_section < rd.long_line)) {
+    /* the first line at fault, whoever saw it; on one line, in this order */
+    int first = INT_MAX;
+    const int at[] = {rd.bad_section, rd.long_line, rd.odd_line, bad};
+    for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++)
+        if (at[i] > 0 && at[i] < first)
+            first = at[i];
+    if (rd.bad_section == first) {
         unknown_section(e, (struct origin){file, rd.bad_section, NULL}, rd.bad_name);
         ok = false;
-    } else if (rd.long_line && (bad == 0 || rd.long_line <= bad)) {
+    } else if (rd.long_line == first) {
         err_set(e, "%s:%d: line too long (at most %d characters)", file, rd.long_line,
                 LINE_MAX_CHARS);
+        ok = false;
+    } else if (rd.odd_line == first) {
+        err_set(e, "%s:%d: %s", file, rd.odd_line, rd.odd_why);
         ok = false;
     } else if (bad > 0) {
         err_set(e, "%s:%d: syntax error: expected '[section]', 'key = value' or a comment", file,

@@ -162,6 +162,16 @@ static void test_errors_name_file_and_line(void **state)
     m = load_error("[placement]\nthis line has no equals sign\n");
     assert_non_null(strstr(m, "bad.ini:2: syntax error"));
 
+    /* what inih would read other than as written: a key after a header, old Mac line ends */
+    m = load_error("[placement]\nnodes = 1\n[memory] thp = bogus\n");
+    assert_non_null(strstr(m, "bad.ini:3: text after the section header"));
+    m = load_error("[placement]\rnodes = bogus\rcpus = -3\r");
+    assert_non_null(strstr(m, "bad.ini:1: a carriage return inside a line"));
+    m = load_error("[placement]\nnodes = 1\n[bogus] x = 1\n[memory] thp = never\n");
+    assert_non_null(strstr(m, "bad.ini:3: unknown section [bogus]")); /* the first, and its */
+    assert_string_equal(load_error("[memory] ; a comment\r\nthp = never\r\n[limits] # too\r\n"),
+                        "");
+
     m = load_error("[env]\nLD_PRELOAD = /tmp/evil.so\n");
     assert_non_null(strstr(m, "bad.ini:2: env.LD_PRELOAD: a loader variable"));
     assert_non_null(strstr(m, "[security] loader_env = LD_PRELOAD"));
