@@ -390,7 +390,51 @@ struct loader {
     /* profile_load_files: the files, in place of the filesystem */
     const struct profile_file *mem;
     size_t nmem;
+    const char *first_link; /* the top file's "FILE:LINE: in include 'NAME': " */
 };
+
+/*
+ * An include chain is a prefix of every message about what it led to, and
+ * a message is one line of at most sizeof(struct err): past this the
+ * chain keeps its first link and its last, and says the middle was cut.
+ */
+#define CHAIN_MAX 320
+
+static const char *chain_with(struct loader *L, const char *via, const char *file, int line,
+                              const char *tok)
+{
+    char *chain = xasprintf("%s%s:%d: in include '%s': ", via ? via : "", file, line, tok);
+    if (strlen(chain) > CHAIN_MAX && L->first_link) {
+        free(chain);
+        chain = xasprintf("%s...: %s:%d: in include '%s': ", L->first_link, file, line, tok);
+    }
+    const char *interned = intern_via(L->p, chain);
+    if (via == NULL)
+        L->first_link = interned;
+    return interned;
+}
+
+/*
+ * The error met in an include, after the link that led there; links
+ * further in are cut from the front of it, with "...", when the whole
+ * would not fit: what went wrong, and where, is at its end.
+ */
+static void nest_error(struct err *e, const char *file, int line, const char *tok, const char *sub)
+{
+    char link[CHAIN_MAX + 64];
+    snprintf(link, sizeof(link), "%s:%d: in include '%s': ", file, line, tok);
+    const char *rest = sub, *in, *end;
+    bool cut = false;
+    while (strlen(link) + strlen(rest) + 8 >= sizeof(e->msg) &&
+           (in = strstr(rest, ": in include '")) != NULL &&
+           (end = strstr(in + 14, "': ")) != NULL) {
+        rest = end + 3;
+        cut = true;
+    }
+    if (cut && strncmp(rest, "...: ", 5) == 0)
+        rest += 5; /* cut further in already */
+    err_set(e, "%s%s%s", link, cut ? "...: " : "", rest);
+}
 
 static const char *mem_text(const struct loader *L, const char *path)
 {
@@ -583,10 +627,9 @@ static bool load_file(struct loader *L, const char *path, const char *text, cons
                 ok = false;
                 break;
             }
-            char *chain = xasprintf("%s%s:%d: in include '%s': ", via ? via : "", file, line, tok);
             struct err sub;
-            if (!load_file(L, inc, NULL, intern_via(L->p, chain), out, &sub)) {
-                err_set(e, "%s:%d: in include '%s': %s", file, line, tok, sub.msg);
+            if (!load_file(L, inc, NULL, chain_with(L, via, file, line, tok), out, &sub)) {
+                nest_error(e, file, line, tok, sub.msg);
                 ok = false;
             }
             free(inc);

@@ -356,6 +356,35 @@ static void test_include_errors_name_the_chain(void **state)
              "%s:2: in include 'ld': %s/chain/ld.ini:2: env.LD_PRELOAD: a loader", ld, tmpdir);
     assert_starts_with(e.msg, want);
 
+    /*
+     * fifteen levels in a directory with a long name: a message is one line of at most 1 KiB,
+     * and the middle of the chain goes, never its end, which says what is wrong and where
+     */
+    const char *deep = "chain/a-directory-whose-name-is-rather-long-as-some-are-on-real-hosts";
+    for (int i = 0; i < 15; i++) {
+        char name[16], text[64];
+        snprintf(name, sizeof(name), "d%d.ini", i);
+        snprintf(text, sizeof(text),
+                 i < 14 ? "[profile]\ninclude = d%d\n" : "[placement]\nnodez = 1\n", i + 1);
+        write_file(deep, name, text);
+        if (i == 13)
+            write_file(deep, "e14.ini", "[placement]\nnodes = 0\n");
+    }
+    char top[256];
+    snprintf(top, sizeof(top), "%s/%s/d0.ini", tmpdir, deep);
+    for (int i = 0; i < 2; i++) { /* an unknown key (the chain in its origin), a bad value */
+        if (i == 1)
+            write_file(deep, "d13.ini", "[profile]\ninclude = e14\n");
+        assert_false(profile_load(&p, top, &ps, &e));
+        snprintf(want, sizeof(want), "%s:2: in include 'd1': ...: ", top);
+        assert_starts_with(e.msg, want);
+        snprintf(want, sizeof(want), "%s/%s/%s", tmpdir, deep,
+                 i == 0 ? "d14.ini:2: placement.nodez: unknown key"
+                        : "e14.ini:2: placement.nodes: '0' is out of range");
+        if (strstr(e.msg, want) == NULL)
+            fail_msg("no '%s' in '%s'", want, e.msg);
+    }
+
     /* a path is relative to the including file's directory, and printed once */
     const char *dot = write_file("chain", "dot.ini", "[profile]\ninclude = ./bad1.ini\n");
     assert_false(profile_load(&p, dot, &ps, &e));
