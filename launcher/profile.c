@@ -129,26 +129,36 @@ static const char *intern_via(struct profile *p, char *via)
 #define LINE_MAX_CHARS (INI_MAX_LINE - 2)
 
 /*
- * The first control character in s, or NULL. Tab is text; anything else
- * (a newline from --set, an escape sequence) would break the one-line
- * messages and plans that print the value, or act on the terminal.
+ * Why a value with str_harmful()'s byte at cc is not text: tab is, but a
+ * newline (from --set) or an escape sequence, a C1 control or a bidi
+ * control would break the one-line messages and plans that print the
+ * value, act on the terminal, or reorder what it shows.
  */
-static const char *control_char(const char *s)
+static const char *control_why(const char *cc)
 {
-    for (; *s; s++)
-        if (((unsigned char)*s < 0x20 && *s != '\t') || *s == 0x7f)
-            return s;
-    return NULL;
-}
-
-static const char *control_why(char c)
-{
-    static char buf[128];
+    static char buf[160];
+    unsigned char c = (unsigned char)*cc;
+    char shown[20] = "";
+    if (c == '\n')
+        return "a newline in the value: a value is one line of text";
+    if (c < 0x80) {
+        snprintf(buf, sizeof(buf),
+                 "a control character (\\x%02x) in the value: a value is text, without control "
+                 "characters",
+                 c);
+        return buf;
+    }
+    /* the character's bytes, as far as they are one */
+    size_t len = c >= 0xf0 && c <= 0xf4   ? 4
+                 : c >= 0xe0 && c <= 0xef ? 3
+                 : c >= 0xc2 && c <= 0xdf ? 2
+                                          : 1;
+    for (size_t i = 0; i < len && (i == 0 || ((unsigned char)cc[i] & 0xc0) == 0x80); i++)
+        snprintf(shown + 4 * i, sizeof(shown) - 4 * i, "\\x%02x", (unsigned char)cc[i]);
     snprintf(buf, sizeof(buf),
-             c == '\n' ? "a newline in the value: a value is one line of text"
-                       : "a control character (\\x%02x) in the value: a value is text, without "
-                         "control characters",
-             (unsigned char)c);
+             "'%s' in the value: a value is UTF-8 text, without control characters or characters "
+             "that reorder the line",
+             shown);
     return buf;
 }
 
@@ -592,9 +602,9 @@ static bool load_file(struct loader *L, const char *path, const char *text, cons
         /* one `include` may list several profiles, applied left to right */
         char *list = xstrdup(c.includes[i]);
         int line = c.include_lines[i];
-        const char *cc = control_char(list);
+        const char *cc = str_harmful(list);
         if (cc) {
-            err_set(e, "%s:%d: profile.include: %s", file, line, control_why(*cc));
+            err_set(e, "%s:%d: profile.include: %s", file, line, control_why(cc));
             ok = false;
         }
         for (char *tok = list, *next; ok && tok; tok = next) {
@@ -1380,9 +1390,9 @@ static bool apply_entry(struct profile *p, const struct entry *en, struct err *e
     }
     profile_where(loc, sizeof(loc), en->at, en->section, en->key, en->value);
     /* No value holds a control character, and --set none a line could not. */
-    const char *cc = control_char(en->value);
+    const char *cc = str_harmful(en->value);
     if (cc) {
-        err_set(e, "%s: %s", loc, control_why(*cc));
+        err_set(e, "%s: %s", loc, control_why(cc));
         return false;
     }
     size_t line = strlen(en->key) + 1 + strlen(en->value);

@@ -467,3 +467,15 @@ const char *str_unharmful(char *buf, size_t n, const char *s)
 {
     return escape(buf, n, s, n, false);
 }
+
+const char *str_harmful(const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        size_t len = c >= 0x80 ? utf8_char((const unsigned char *)s) : 1;
+        if ((c < 0x20 && c != '\t') || c == 0x7f || len == 0)
+            return s;
+        s += len - 1;
+    }
+    return NULL;
+}

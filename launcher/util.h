@@ -60,6 +60,13 @@ const char *str_escaped(char *buf, size_t n, const char *s, size_t max);
  * above is not escaped twice (log.c passes every message through it).
  */
 const char *str_unharmful(char *buf, size_t n, const char *s);
+/*
+ * The first byte of s that str_escaped() escapes, but for tab and
+ * backslash: a control character, a C1 control, a character that
+ * reorders or breaks the line as shown, a byte of no UTF-8 character;
+ * NULL when there is none.
+ */
+const char *str_harmful(const char *s);
 
 /* The first line of a small file (a sysfs or procfs value), without "\n". */
 bool read_line_file(const char *path, char *buf, size_t n);

@@ -162,6 +162,17 @@ static void test_errors_name_file_and_line(void **state)
     m = load_error("[placement]\nthis line has no equals sign\n");
     assert_non_null(strstr(m, "bad.ini:2: syntax error"));
 
+    /* a value is UTF-8 text: no C1 control, no bidi control, no stray byte; others are text */
+    m = load_error("[profile]\ndescription = A\xc2\x9b"
+                   "2J\n");
+    assert_non_null(strstr(m, "bad.ini:2: profile.description: '\\xc2\\x9b' in the value"));
+    m = load_error("[env]\nX = a\xe2\x80\xae"
+                   "evil\n");
+    assert_non_null(strstr(m, "bad.ini:2: env.X: '\\xe2\\x80\\xae' in the value"));
+    m = load_error("[env]\nX = \xff\n");
+    assert_non_null(strstr(m, "bad.ini:2: env.X: '\\xff' in the value: a value is UTF-8 text"));
+    assert_string_equal(load_error("[profile]\ndescription = caf\xc3\xa9, 10 \xe2\x82\xac\n"), "");
+
     /* what inih would read other than as written: a key after a header, old Mac line ends */
     m = load_error("[placement]\nnodes = 1\n[memory] thp = bogus\n");
     assert_non_null(strstr(m, "bad.ini:3: text after the section header"));
