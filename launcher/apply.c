@@ -115,11 +115,13 @@ static void apply_rlimit(const struct plan_step *s, struct step_result *r)
     }
     int error = errno;
     /* The hard limit could not be raised: go as high as the current hard limit allows. */
-    char why[160] = "";
+    char why[160] = "", first[96] = "";
     long nr_open = res == RLIMIT_NOFILE ? read_long_file("/proc/sys/fs/nr_open") : -1;
-    if (nr_open > 0 && want.rlim_max != RLIM_INFINITY && want.rlim_max > (rlim_t)nr_open)
+    if (nr_open > 0 && want.rlim_max > (rlim_t)nr_open) {
+        /* no one may set it, root with every capability included, until the sysctl is raised */
         snprintf(why, sizeof(why), "it exceeds fs.nr_open (%ld)", nr_open);
-    else if (error == EPERM && !have_cap(CAP_SYS_RESOURCE))
+        snprintf(first, sizeof(first), "sysctl -w fs.nr_open=%s, then ", wh);
+    } else if (error == EPERM && !have_cap(CAP_SYS_RESOURCE))
         snprintf(why, sizeof(why),
                  "raising a hard limit needs CAP_SYS_RESOURCE, which "
                  "this process lacks");
@@ -140,9 +142,9 @@ static void apply_rlimit(const struct plan_step *s, struct step_result *r)
                 : (struct rlimit){RLIM_MAX(old.rlim_cur, fallback.rlim_cur), old.rlim_max};
     if (setrlimit(res, &up_to) == 0)
         set(r, STEP_FAILED, error,
-            "cannot set %s:%s: %s; soft limit set to %s, hard stays %s (fix: raise it where "
+            "cannot set %s:%s: %s; soft limit set to %s, hard stays %s (fix: %sraise it where "
             "tunerun starts: Limit%s=%s:%s in the unit, or docker run --ulimit %s=%s:%s)",
-            ws, wh, why, fs, oh, unit_name, ws, wh, name, ws, wh);
+            ws, wh, why, fs, oh, first, unit_name, ws, wh, name, ws, wh);
     else
         set(r, STEP_FAILED, error, "cannot set %s:%s: %s; limit left at %s:%s", ws, wh, why, os,
             oh);

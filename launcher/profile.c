@@ -1340,6 +1340,12 @@ static bool set_limit(struct profile *p, const char *name, const char *v, struct
             *why = buf;
             return false;
         }
+        if (rlimits[i].resource == RLIMIT_NOFILE &&
+            (soft == RLIM_INFINITY || hard == RLIM_INFINITY)) {
+            *why = "'unlimited' is no limit Linux can set for open files: it caps them at "
+                   "fs.nr_open (1048576 unless raised); give a number";
+            return false;
+        }
         struct profile_limit *l = &p->limits[rlimits[i].resource];
         l->soft = soft;
         l->hard = hard;

@@ -156,6 +156,9 @@ static void test_errors_name_file_and_line(void **state)
     m = load_error("[limits]\nnofile = 10:5\n");
     assert_non_null(strstr(m, "bad.ini:2: limits.nofile: soft limit above hard"));
 
+    m = load_error("[limits]\nnofile = 1024:unlimited\n");
+    assert_non_null(strstr(m, "bad.ini:2: limits.nofile: 'unlimited' is no limit Linux can set"));
+
     m = load_error("[limits]\nfiles = 10\n");
     assert_non_null(strstr(m, "bad.ini:2: limits.files: unknown limit"));
 
@@ -659,7 +662,7 @@ static void test_nofile_floor(void **state)
     m = load_error("[limits]\nnofile = 0\n");
     assert_non_null(strstr(m, "a limit of 0 open files is below 64"));
     assert_string_equal(load_error("[limits]\nnofile = 64\n"), "");
-    assert_string_equal(load_error("[limits]\nnofile = 64:unlimited\n"), "");
+    assert_string_equal(load_error("[limits]\nnofile = 64:1M\n"), "");
     assert_string_equal(load_error("[limits]\nnofile = 1K\n"), "");
     /* only nofile: other limits keep their own meaning of small numbers */
     assert_string_equal(load_error("[limits]\ncore = 0\n"), "");
