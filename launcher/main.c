@@ -981,8 +981,22 @@ int main(int argc, char **argv)
         status = EXIT_TUNERUN;
         goto out;
     }
+    /*
+     * Users and groups are looked up before anything changes: a missing one
+     * is bad input, for a unit's drop-in too (it would fail at every start),
+     * and for doctor here; another root's users are not this host's.
+     */
+    struct privs pv = {0};
+    bool wanted = privs_wanted(&p);
+    if (wanted && (o.verb != VERB_DOCTOR || o.root == NULL) && !privs_resolve(&pv, &p, &e)) {
+        log_error("%s", e.msg);
+        profile_free(&p);
+        status = EXIT_TUNERUN;
+        goto out;
+    }
     if (o.verb == VERB_DOCTOR) {
         status = doctor_run(stdout, o.root, &p, o.data_dir, o.json);
+        privs_free(&pv);
         profile_free(&p);
         goto out;
     }
@@ -998,6 +1012,7 @@ int main(int argc, char **argv)
             log_error("--state-dir %s: %s; a unit needs it by its absolute path", o.state_dir,
                       strerror(errno));
             free(file);
+            privs_free(&pv);
             profile_free(&p);
             status = EXIT_TUNERUN;
             goto out;
@@ -1018,17 +1033,9 @@ int main(int argc, char **argv)
         cgroup_free(&here);
         free(file);
         free(dir);
+        privs_free(&pv);
         profile_free(&p);
         status = 0;
-        goto out;
-    }
-    /* users and groups are looked up before anything changes: a missing one is bad input */
-    struct privs pv = {0};
-    bool wanted = privs_wanted(&p);
-    if (wanted && !privs_resolve(&pv, &p, &e)) {
-        log_error("%s", e.msg);
-        profile_free(&p);
-        status = EXIT_TUNERUN;
         goto out;
     }
     if (!load_topology(&o, &t, &sd)) {
