@@ -198,6 +198,7 @@ enum rank_by {
     BY_APART,
     BY_PREVIOUS,
     BY_OWN_MEMORY,
+    BY_CPUS,
     BY_NEAR,
     BY_FREE,
     BY_CLAIMED,
@@ -228,10 +229,24 @@ static unsigned near_rank(const struct ctx *c, size_t i)
     return roomy(c, i) ? c->near[i] : c->near_far;
 }
 
+static unsigned counted(const struct ctx *c, hwloc_const_bitmap_t set);
+
+/*
+ * Whether node i holds the count of CPUs a one-node profile asks for
+ * (cpus = N, nodes = 1); true when it asks for no count.
+ */
+static bool holds_count(const struct ctx *c, size_t i)
+{
+    const struct profile *p = c->p;
+    return p->placement.nodes != 1 || p->placement.cpus != CPUS_COUNT ||
+           counted(c, c->node_cand[i]) >= p->placement.cpus_value;
+}
+
 /*
  * Best first: no running service it avoids (or that avoids it), where it
  * ran before a restart, memory of its own (a memoryless node's pages are
- * all remote); with `near`, nearest its disks among those with room to
+ * all remote), the CPUs a one-node count asks for (or another node's
+ * would be left for a short count); with `near`, nearest its disks among those with room to
  * spare; most free memory in eighths, fewest CPUs claimed by running
  * services, then the most free memory exactly and the lowest os index.
  * Returns what decided; *order is -1 when x comes first, else 1.
@@ -256,6 +271,10 @@ static enum rank_by rank_by(const struct ctx *c, size_t x, size_t y, int *order)
     if (t->nodes[x].has_memory != t->nodes[y].has_memory) {
         *order = t->nodes[x].has_memory ? -1 : 1;
         return BY_OWN_MEMORY;
+    }
+    if (holds_count(c, x) != holds_count(c, y)) {
+        *order = holds_count(c, x) ? -1 : 1;
+        return BY_CPUS;
     }
     if (c->near && near_rank(c, x) != near_rank(c, y)) {
         *order = near_rank(c, x) < near_rank(c, y) ? -1 : 1;
@@ -653,6 +672,10 @@ static char *why_not_near(const struct ctx *c, size_t n)
             return xasprintf("it ran elsewhere before it was restarted");
         case BY_OWN_MEMORY:
             return xasprintf("node %u, which the disk hangs off, has no memory of its own", id);
+        case BY_CPUS:
+            return xasprintf("node %u, which the disk hangs off, has fewer than the %u CPUs asked "
+                             "for",
+                             id, c->p->placement.cpus_value);
         case BY_NEAR:
             return xasprintf("node %u, which the disk hangs off, lacks room to spare: %.1f GiB "
                              "free against the roomiest's %.1f GiB, %d of its %d candidate CPUs "
@@ -722,6 +745,10 @@ static void note_node_choice(struct ctx *c, size_t n)
         note(c->pl, NOTE_INFO,
              "node %u: memory of its own (node %u has none, so its pages would all be remote)", id,
              t->nodes[r].os_index);
+        break;
+    case BY_CPUS:
+        note(c->pl, NOTE_INFO, "node %u: it has the %u CPUs asked for (node %u has %u)", id,
+             c->p->placement.cpus_value, t->nodes[r].os_index, counted(c, c->node_cand[r]));
         break;
     case BY_FREE:
         note(c->pl, NOTE_INFO, "node %u: most free memory (%.1f GiB) of %zu candidate nodes", id,

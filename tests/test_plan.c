@@ -1169,6 +1169,32 @@ static void test_group_of_nodes(void **state)
     topo_free(&t);
 }
 
+/* A count of CPUs on one node: a node that holds them all ranks before one with more memory. */
+static void test_one_node_holds_the_count(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("synthetic:pack:2 numa:1 core:2 pu:1");
+    hwloc_bitmap_list_sscanf(t.binding, "1-3"); /* taskset left node 0 one CPU */
+    t.nodes[0].mem_free = 2 * t.nodes[1].mem_free;
+    const char *two[] = {"placement.cpus=2", NULL};
+    struct profile p = load_profile("mysql", two);
+    struct plan pl = make_plan(&p, &t, NULL);
+    assert_cpus(&pl, "2-3", "the node with both CPUs, not the roomier one");
+    assert_false(pl.degraded);
+    assert_true(has_note(&pl, "node 1: it has the 2 CPUs asked for (node 0 has 1)"));
+    plan_free(&pl);
+    profile_free(&p);
+
+    const char *three[] = {"placement.cpus=3", NULL}; /* none holds it: memory decides again */
+    p = load_profile("mysql", three);
+    pl = make_plan(&p, &t, NULL);
+    assert_cpus(&pl, "1", "no node holds 3: the roomier one, and a warning");
+    assert_true(pl.degraded);
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&t);
+}
+
 /*
  * A shared pool on a hybrid machine yields its fast cores and keeps a slow
  * one; a restart keeps its CPUs; two nodes each give their fastest kind.
@@ -1730,6 +1756,7 @@ int main(void)
         cmocka_unit_test(test_one_is_singular),
         cmocka_unit_test(test_pool_keeps_a_slow_core),
         cmocka_unit_test(test_group_of_nodes),
+        cmocka_unit_test(test_one_node_holds_the_count),
         cmocka_unit_test(test_no_node_placement),
         cmocka_unit_test(test_near_its_disk),
     };
