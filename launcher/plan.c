@@ -1360,11 +1360,16 @@ static void choose_memory(struct ctx *c)
         if (m < 0)
             continue;
         hwloc_bitmap_set(pl->mem_nodes, t->nodes[m].os_index);
-        if ((size_t)m != i)
+        if ((size_t)m != i && t->distance)
             note(pl, NOTE_INFO,
                  "node %u has CPUs but no memory: its memory comes from node %u, "
                  "the nearest with memory (distance %u)",
                  t->nodes[i].os_index, t->nodes[m].os_index, topo_distance(t, i, (size_t)m));
+        else if ((size_t)m != i) /* an export without one: no distance to cite */
+            note(pl, NOTE_INFO,
+                 "node %u has CPUs but no memory: its memory comes from node %u, the first with "
+                 "memory (no distance matrix says which is nearest)",
+                 t->nodes[i].os_index, t->nodes[m].os_index);
     }
     /* no allowed node owns its CPUs: the cpuset's memory nodes are all it may have */
     bool homeless = hwloc_bitmap_iszero(pl->nodes);
@@ -1469,9 +1474,10 @@ static void choose_memory(struct ctx *c)
             uint64_t grown = sum_mem(t, pl->mem_nodes, false); /* the machine's, if short */
             note(pl, NOTE_INFO,
                  "memory auto -> interleave %s: memory_size %.1f GiB is more than the chosen "
-                 "nodes hold (%.1f GiB), so spread it evenly over the nearest nodes that hold "
-                 "it (%.1f GiB)",
-                 all, gib(want), gib(total), gib(grown));
+                 "nodes hold (%.1f GiB), so spread it evenly over the %s nodes that hold "
+                 "it (%.1f GiB%s)",
+                 all, gib(want), gib(total), t->distance ? "nearest" : "first", gib(grown),
+                 t->distance ? "" : "; no distance matrix says which are nearest");
             if (want > grown)
                 note(pl, NOTE_WARN,
                      "memory_size %.1f GiB is more than this whole machine holds (%.1f GiB): "

@@ -673,6 +673,14 @@ static void test_memoryless_node_gets_nearest_memory(void **state)
     check_closest_pair(&t, &pl, "odd machine, nodes=2");
     hwloc_bitmap_free(want);
     plan_free(&pl);
+    topo_free(&t);
+
+    /* without a distance matrix no distance is cited, the default 20 least of all */
+    t = load_topo("synthetic:pack:2 [numa(memory=0)] [numa(memory=1GB)] core:2 pu:1");
+    pl = make_plan(&p, &t, NULL);
+    assert_true(has_note(&pl, "its memory comes from node 1, the first with memory (no distance "
+                              "matrix says which is nearest)"));
+    plan_free(&pl);
     profile_free(&p);
     topo_free(&t);
 }
