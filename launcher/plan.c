@@ -113,6 +113,20 @@ static double gib(uint64_t bytes)
     return (double)bytes / (double)GIB;
 }
 
+/*
+ * "64.0 GiB" and "63.9 GiB" for a size that exceeds another: in MiB where
+ * tenths of GiB would print them alike ("64.0 GiB is more than 64.0 GiB").
+ */
+static void sizes_apart(char *a, char *b, size_t n, uint64_t x, uint64_t y)
+{
+    snprintf(a, n, "%.1f GiB", gib(x));
+    snprintf(b, n, "%.1f GiB", gib(y));
+    if (strcmp(a, b) == 0 && x != y) {
+        snprintf(a, n, "%llu MiB", (unsigned long long)(x / MIB));
+        snprintf(b, n, "%llu MiB", (unsigned long long)(y / MIB));
+    }
+}
+
 /* "CPU 3" or "CPUs 0-3", as notes name a set. */
 static const char *cpus_word(hwloc_const_bitmap_t set)
 {
@@ -1478,12 +1492,13 @@ static void choose_memory(struct ctx *c)
                  "it (%.1f GiB%s)",
                  all, gib(want), gib(total), t->distance ? "nearest" : "first", gib(grown),
                  t->distance ? "" : "; no distance matrix says which are nearest");
+            char w[32], g[32];
+            sizes_apart(w, g, sizeof(w), want, grown);
             if (want > grown)
                 note(pl, NOTE_WARN,
-                     "memory_size %.1f GiB is more than this whole machine holds (%.1f GiB): "
-                     "the service will swap or be killed (fix: a smaller memory_size, or a "
-                     "bigger machine)",
-                     gib(want), gib(grown));
+                     "memory_size %s is more than this whole machine holds (%s): the service "
+                     "will swap or be killed (fix: a smaller memory_size, or a bigger machine)",
+                     w, g);
             free(all);
         }
         break;
@@ -1999,12 +2014,13 @@ static void add_java_step(struct ctx *c, const char *base)
                                  ? sum_mem(c->t, pl->mem_nodes, false)
                                  : 0;
             if (p->java.max_ram == JAVA_VALUE && bound && ram > bound) {
-                char *list = bitmap_list(pl->mem_nodes);
+                char *list = bitmap_list(pl->mem_nodes), r[32], b[32];
+                sizes_apart(r, b, sizeof(r), ram, bound);
                 note(pl, NOTE_WARN,
-                     "java.max_ram %.1f GiB is more than memory bind %s holds (%.1f GiB): the "
-                     "JVM sizes its heap from it, and a heap that outgrows the bind is killed "
-                     "(fix: a smaller java.max_ram, max_ram = auto, or memory = preferred)",
-                     gib(ram), list, gib(bound));
+                     "java.max_ram %s is more than memory bind %s holds (%s): the JVM sizes its "
+                     "heap from it, and a heap that outgrows the bind is killed (fix: a smaller "
+                     "java.max_ram, max_ram = auto, or memory = preferred)",
+                     r, list, b);
                 free(list);
             }
             APPEND("-XX:MaxRAM=%llum", (unsigned long long)(ram / MIB));

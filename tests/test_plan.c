@@ -438,6 +438,12 @@ static void test_words_true_of_odd_machines(void **state)
     assert_true(has_note(&x->pl, "java.max_ram 64.0 GiB is more than memory bind"));
     assert_true(x->pl.degraded);
     done(x);
+    /* ... by less than tenths of GiB tell apart: in MiB, not "64.0 GiB is more than 64.0 GiB" */
+    const char *close[] = {"placement.memory=bind", "java.max_ram=64G", "placement.nodes=2", NULL};
+    x = trial(shared_xml("32em64t-2n8c2t-pci-normalio.xml"), "java", close);
+    assert_true(has_note(&x->pl, "java.max_ram 65536 MiB is more than memory bind 0-1 holds "
+                                 "(65507 MiB)"));
+    done(x);
 
     /* preferred where every page is remote is not "local first" */
     x = trial(load_topo("tests/data/cpuset-mismatch.xml"), "redis", NULL);
