@@ -931,8 +931,10 @@ static void choose_nodes(struct ctx *c)
     struct plan *pl = c->pl;
     size_t want = p->placement.nodes ? p->placement.nodes : c->nrank;
     if (want > c->nrank) {
-        note(pl, NOTE_WARN, "nodes = %zu, but only %zu can host its CPUs here; using %zu", want,
-             c->nrank, c->nrank);
+        char *at = origin_str(p->placement.nodes_at);
+        note(pl, NOTE_WARN, "nodes = %zu (%s), but only %zu can host its CPUs here; using %zu",
+             want, at, c->nrank, c->nrank);
+        free(at);
         want = c->nrank;
     }
     size_t *chosen = xrealloc(NULL, (want ? want : 1) * sizeof(size_t));
@@ -1185,8 +1187,10 @@ static void choose_cpus(struct ctx *c)
     if (want == 0)
         want = 1;
     if (want > have) {
-        note(pl, NOTE_WARN, "cpus = %u, but only %u %s available; using %u", want, have,
+        char *at = origin_str(p->placement.cpus_at);
+        note(pl, NOTE_WARN, "cpus = %u (%s), but only %u %s available; using %u", want, at, have,
              have == 1 ? "is" : "are", have);
+        free(at);
         want = have;
     }
 
@@ -1492,13 +1496,15 @@ static void choose_memory(struct ctx *c)
                  "it (%.1f GiB%s)",
                  all, gib(want), gib(total), t->distance ? "nearest" : "first", gib(grown),
                  t->distance ? "" : "; no distance matrix says which are nearest");
-            char w[32], g[32];
+            char w[32], g[32], *at = origin_str(p->placement.memory_size_at);
             sizes_apart(w, g, sizeof(w), want, grown);
             if (want > grown)
                 note(pl, NOTE_WARN,
-                     "memory_size %s is more than this whole machine holds (%s): the service "
-                     "will swap or be killed (fix: a smaller memory_size, or a bigger machine)",
-                     w, g);
+                     "memory_size %s (%s) is more than this whole machine holds (%s): the "
+                     "service will swap or be killed (fix: a smaller memory_size, or a bigger "
+                     "machine)",
+                     w, at, g);
+            free(at);
             free(all);
         }
         break;

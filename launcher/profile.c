@@ -713,8 +713,8 @@ static bool set_include(struct profile *p, const char *v, struct origin at, cons
 
 static bool set_nodes(struct profile *p, const char *v, struct origin at, const char **why)
 {
-    (void)at;
     long n;
+    p->placement.nodes_at = at;
     if (strcasecmp(v, "all") == 0) {
         p->placement.nodes = 0;
         return true;
@@ -752,8 +752,8 @@ static const char *range_or(const char *otherwise, const char *v)
 
 static bool set_cpus(struct profile *p, const char *v, struct origin at, const char **why)
 {
-    (void)at;
     long n;
+    p->placement.cpus_at = at;
     size_t len = strlen(v);
     if (strcasecmp(v, "node") == 0) {
         p->placement.cpus = CPUS_NODE;
@@ -877,7 +877,7 @@ static bool set_memory(struct profile *p, const char *v, struct origin at, const
 
 static bool set_memory_size(struct profile *p, const char *v, struct origin at, const char **why)
 {
-    (void)at;
+    p->placement.memory_size_at = at;
     if (!parse_size(v, &p->placement.memory_size)) {
         *why = why_buf("%s", parse_error());
         return false;

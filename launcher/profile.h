@@ -59,7 +59,8 @@ struct profile {
     struct {
         unsigned nodes; /* 0 means all */
         enum cpus_mode cpus;
-        unsigned cpus_value; /* CPU count or percent */
+        unsigned cpus_value;                             /* CPU count or percent */
+        struct origin nodes_at, cpus_at, memory_size_at; /* what a warning cites */
         bool smt;
         bool exclusive;
         char **avoid;

@@ -1313,7 +1313,7 @@ static void test_one_is_singular(void **state)
     const char *const three[] = {"placement.cpus=3", NULL};
     struct profile p = load_profile("mysql", three);
     struct plan pl = make_plan(&p, &one, NULL);
-    assert_true(has_note(&pl, "cpus = 3, but only 1 is available; using 1"));
+    assert_true(has_note(&pl, "cpus = 3 (--set), but only 1 is available; using 1"));
     plan_free(&pl);
     profile_free(&p);
     p = load_profile("java", NULL);
