@@ -377,7 +377,10 @@ static bool read_text(const char *path, char **text, struct err *e)
         return false;
     }
     if (strlen(buf) != got) {
-        err_set(e, "%s: contains a NUL byte; not a text profile", path);
+        int line = 1; /* the NUL's */
+        for (const char *s = buf; *s; s++)
+            line += *s == '\n';
+        err_set(e, "%s:%d: a NUL byte; not a text profile", path, line);
         free(buf);
         return false;
     }

@@ -165,6 +165,17 @@ static void test_errors_name_file_and_line(void **state)
     m = load_error("[placement]\nthis line has no equals sign\n");
     assert_non_null(strstr(m, "bad.ini:2: syntax error"));
 
+    /* a NUL byte: no text, and the line it is on */
+    const char *nul = write_file("e", "nul.ini", "");
+    FILE *f = fopen(nul, "w");
+    assert_non_null(f);
+    fwrite("[placement]\nnodes = 1\nx\0y\n", 1, 26, f);
+    fclose(f);
+    struct profile p;
+    struct err e;
+    assert_false(profile_load(&p, nul, NULL, &e));
+    assert_non_null(strstr(e.msg, "nul.ini:3: a NUL byte; not a text profile"));
+
     /* a value is UTF-8 text: no C1 control, no bidi control, no stray byte; others are text */
     m = load_error("[profile]\ndescription = A\xc2\x9b"
                    "2J\n");
