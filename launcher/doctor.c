@@ -692,6 +692,8 @@ static void print_text(FILE *out, const struct doc *d, enum severity worst)
             d->data_dir == NULL ? " (none named)"
             : d->data_from_near ? " (the profile's near)"
                                 : "");
+    if (d->p && d->p->fears) /* what the findings below are read against */
+        fprintf(out, "fears: %s\n", d->p->fears);
     for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
         bool any = false;
         for (size_t i = 0; i < d->n; i++) {
@@ -719,6 +721,7 @@ static void print_json(FILE *out, const struct doc *d, enum severity worst)
     json_field(out, ", \"root\": ", d->root);
     json_field(out, ", \"data_dir\": ", d->data_dir);
     fprintf(out, ", \"data_dir_from_near\": %s", d->data_from_near ? "true" : "false");
+    json_field(out, ", \"fears\": ", d->p ? d->p->fears : NULL);
     fprintf(out, ", \"worst\": \"%s\", \"findings\": [", sev_name(worst));
     for (size_t i = 0; i < d->n; i++) {
         const struct finding *f = &d->v[i];
