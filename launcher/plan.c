@@ -1428,6 +1428,19 @@ static void choose_memory(struct ctx *c)
                  "memory bind %s: every page on the nodes of its CPUs, never elsewhere", list);
         else
             note(pl, NOTE_INFO, "memory bind %s: every page local, no remote NUMA access", list);
+        /*
+         * What a strict bind risks where it holds part of the machine: the
+         * service swaps or is killed once it outgrows it. Without a size
+         * nothing can be checked; say so, and how to have it checked.
+         */
+        uint64_t bound = sum_mem(t, pl->mem_nodes, false), all = 0;
+        for (size_t i = 0; i < t->nnodes; i++)
+            all += t->nodes[i].mem_total;
+        if (t->memory_known && p->placement.memory_size == 0 && bound < all)
+            note(pl, NOTE_INFO,
+                 "memory bind %s holds %.1f GiB of this machine's %.1f GiB, and no memory_size "
+                 "says the service fits there: set it, and memory = auto binds only what fits",
+                 list, gib(bound), gib(all));
         break;
     case MEM_PREFERRED:
         pl->mpol =

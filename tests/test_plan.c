@@ -1209,6 +1209,26 @@ static void test_one_node_holds_the_count(void **state)
     topo_free(&t);
 }
 
+/* A strict bind to part of the machine with no size to check: said, with the way to check it. */
+static void test_bind_without_a_size(void **state)
+{
+    (void)state;
+    struct topo t = shared_xml("64intel64-fakeKNL-SNC4-hybrid.xml");
+    struct profile p = load_profile("mysql", NULL);
+    struct plan pl = make_plan(&p, &t, NULL);
+    assert_true(has_note(&pl, "memory bind 0 holds 1.0 GiB of this machine's 12.0 GiB, and no "
+                              "memory_size says the service fits there"));
+    plan_free(&pl);
+    profile_free(&p);
+    const char *sized[] = {"placement.memory_size=512M", NULL}; /* a size: nothing to say */
+    p = load_profile("mysql", sized);
+    pl = make_plan(&p, &t, NULL);
+    assert_false(has_note(&pl, "no memory_size says"));
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&t);
+}
+
 /*
  * A shared pool on a hybrid machine yields its fast cores and keeps a slow
  * one; a restart keeps its CPUs; two nodes each give their fastest kind.
@@ -1771,6 +1791,7 @@ int main(void)
         cmocka_unit_test(test_pool_keeps_a_slow_core),
         cmocka_unit_test(test_group_of_nodes),
         cmocka_unit_test(test_one_node_holds_the_count),
+        cmocka_unit_test(test_bind_without_a_size),
         cmocka_unit_test(test_no_node_placement),
         cmocka_unit_test(test_near_its_disk),
     };
