@@ -775,14 +775,17 @@ static void note_node_choice(struct ctx *c, size_t n)
              id, t->nodes[r].os_index, gib(fn), c->claimed_on[n]);
         break;
     case BY_FREE_EXACT:
-    case BY_INDEX:
-        note(c->pl, NOTE_INFO,
-             "node %u: the candidates are alike (%.1f GiB free, %d CPU%s claimed): the %s", id,
-             gib(fn), c->claimed_on[n], c->claimed_on[n] == 1 ? "" : "s",
+    case BY_INDEX: {
+        char free_text[40] = "memory unknown"; /* an export without sizes */
+        if (t->memory_known)
+            snprintf(free_text, sizeof(free_text), "%.1f GiB free", gib(fn));
+        note(c->pl, NOTE_INFO, "node %u: the candidates are alike (%s, %d CPU%s claimed): the %s",
+             id, free_text, c->claimed_on[n], c->claimed_on[n] == 1 ? "" : "s",
              exact && index ? "most free memory to the byte, then the lowest number"
              : exact        ? "most free memory to the byte"
                             : "lowest number");
         break;
+    }
     }
 }
 

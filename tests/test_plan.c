@@ -1220,6 +1220,17 @@ static void test_bind_without_a_size(void **state)
                               "memory_size says the service fits there"));
     plan_free(&pl);
     profile_free(&p);
+    topo_free(&t);
+    /* an export without memory sizes: nothing said of a bind, and no "0.0 GiB free" */
+    t = load_topo("synthetic:pack:2 [numa(memory=0)] core:2 pu:1");
+    p = load_profile("mysql", NULL);
+    pl = make_plan(&p, &t, NULL);
+    assert_false(has_note(&pl, "no memory_size says"));
+    assert_true(has_note(&pl, "node 0: the candidates are alike (memory unknown, 0 CPUs claimed)"));
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&t);
+    t = shared_xml("64intel64-fakeKNL-SNC4-hybrid.xml");
     const char *sized[] = {"placement.memory_size=512M", NULL}; /* a size: nothing to say */
     p = load_profile("mysql", sized);
     pl = make_plan(&p, &t, NULL);
