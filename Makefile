@@ -94,6 +94,9 @@ tests/probe: tests/probe.c
 tests/nsrun: tests/nsrun.c
 	$(CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(CFLAGS) -o $@ $<
 
+tests/refuse: tests/refuse.c
+	$(CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(CFLAGS) -o $@ $<
+
 tests/claimer: tests/claimer.c $(LIB_OBJ) $(HDRS)
 	$(CC) $(ALL_CFLAGS) -Ilauncher -o $@ $< $(LIB_OBJ) $(ALL_LDFLAGS) $(DEPS_LIBS)
 
@@ -107,7 +110,7 @@ demo: demo-deps
 
 # The README's second command: everything, as CI runs it.
 test: test-deps
-	@$(MAKE) --no-print-directory all tests/probe tests/claimer tests/nsrun $(UNIT_TESTS)
+	@$(MAKE) --no-print-directory all tests/probe tests/claimer tests/nsrun tests/refuse $(UNIT_TESTS)
 	@tests/run-all $(UNIT_TESTS)
 	@$(MAKE) --no-print-directory sanitize
 	@$(MAKE) --no-print-directory fuzz
@@ -121,7 +124,8 @@ sanitize: test-deps
 	@cp -r launcher profiles tests contrib Makefile .dockerignore build/asan/
 	@rm -f build/asan/launcher/*.o build/asan/launcher/config.h
 	@$(MAKE) --no-print-directory -s -C build/asan CFLAGS="$(SANITIZE)" HARDEN= \
-		LDFLAGS="-fsanitize=address,undefined" all tests/probe tests/claimer $(UNIT_TESTS)
+		LDFLAGS="-fsanitize=address,undefined" all tests/probe tests/claimer tests/refuse \
+		$(UNIT_TESTS)
 	@echo "# the same suites on an ASan+UBSan build:"
 	@cd build/asan && TUNERUN_SANITIZED=1 TUNERUN_TOPOLOGIES="$(CURDIR)/../shared/topologies" \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
@@ -151,7 +155,7 @@ fuzz: test-deps
 unit: all $(UNIT_TESTS)
 	@for t in $(UNIT_TESTS); do $$t || exit 1; done
 
-host-test: all tests/probe tests/claimer
+host-test: all tests/probe tests/claimer tests/refuse
 	@tests/host/run
 
 test-vm: test-deps all tests/probe tests/nsrun
@@ -187,6 +191,6 @@ format:
 	clang-format -i launcher/*.c launcher/*.h tests/*.c tests/fuzz/*.c
 
 clean:
-	rm -f tunerun launcher/*.o launcher/config.h tests/probe tests/claimer tests/nsrun $(UNIT_TESTS) \
+	rm -f tunerun launcher/*.o launcher/config.h tests/probe tests/claimer tests/nsrun tests/refuse $(UNIT_TESTS) \
 		tests/bench/exec-libs tests/bench/exec-numa
 	rm -rf build

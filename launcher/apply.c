@@ -193,6 +193,23 @@ static unsigned long *nodemask_of(hwloc_const_bitmap_t nodes, unsigned long *max
     return mask;
 }
 
+/*
+ * The kernel never refuses a process its own memory policy or affinity
+ * with EPERM: a seccomp filter does. Docker's default profile allows
+ * set_mempolicy and mbind only with CAP_SYS_NICE; systemd's
+ * SystemCallFilter= keeps them in @resources.
+ */
+static const char *filtered_fix(int error, bool mempolicy)
+{
+    if (error != EPERM)
+        return "";
+    return mempolicy ? " (a seccomp filter refuses it; fix: docker run --cap-add SYS_NICE, without "
+                       "which Docker's default profile refuses it; in a unit, @resources in "
+                       "SystemCallFilter=)"
+                     : " (a seccomp filter refuses it; fix: in a unit, @resources in "
+                       "SystemCallFilter=)";
+}
+
 static void apply_mempolicy(const struct plan_step *s, struct step_result *r)
 {
     static const int kernel_mode[] = {
@@ -210,7 +227,8 @@ static void apply_mempolicy(const struct plan_step *s, struct step_result *r)
         if (set_mempolicy(MPOL_LOCAL, NULL, 0) == 0)
             set(r, STEP_OK, 0, "local");
         else
-            set(r, STEP_FAILED, errno, "set_mempolicy(local): %s", strerror(errno));
+            set(r, STEP_FAILED, errno, "set_mempolicy(local): %s%s", strerror(errno),
+                filtered_fix(errno, true));
         free(list);
         return;
     }
@@ -237,11 +255,14 @@ static void apply_mempolicy(const struct plan_step *s, struct step_result *r)
                 "instead of %s",
                 first, list);
         else
-            set(r, STEP_FAILED, errno, "set_mempolicy(preferred %d): %s", first, strerror(errno));
+            set(r, STEP_FAILED, errno, "set_mempolicy(preferred %d): %s%s", first, strerror(errno),
+                filtered_fix(errno, true));
     } else {
         int error = errno;
         set(r, STEP_FAILED, error, "set_mempolicy(%s %s): %s%s", plan_mpol_name(mode), list,
-            strerror(error), error == EINVAL ? " (nodes outside this process's cpuset mems?)" : "");
+            strerror(error),
+            error == EINVAL ? " (nodes outside this process's cpuset mems?)"
+                            : filtered_fix(error, true));
     }
     free(mask);
     free(list);
@@ -262,7 +283,8 @@ static void apply_affinity(const struct plan_step *s, struct step_result *r)
     if (sched_setaffinity(0, size, set_) == 0)
         set(r, STEP_OK, 0, "cpus %s", list);
     else
-        set(r, STEP_FAILED, errno, "sched_setaffinity(%s): %s", list, strerror(errno));
+        set(r, STEP_FAILED, errno, "sched_setaffinity(%s): %s%s", list, strerror(errno),
+            filtered_fix(errno, false));
     CPU_FREE(set_);
     free(list);
 }
