@@ -104,6 +104,29 @@ static bool rd_long(const struct doc *d, const char *path, long long *v)
  * the audit. tunerun(1) lists these under doctor.
  */
 
+/*
+ * How many swap areas the host has (/proc/swaps, a header and a line
+ * each), or -1 when it cannot tell: without any, vm.swappiness decides
+ * nothing until swap is added.
+ */
+static int swap_areas(const struct doc *d)
+{
+    char full[8192], *text = NULL;
+    size_t len;
+    snprintf(full, sizeof(full), "%.4000s/proc/swaps", strcmp(d->root, "/") == 0 ? "" : d->root);
+    int fd = open_regular(full), areas = -1;
+    if (fd >= 0 && read_fd_text(fd, 1 << 20, &text, &len) == 0 &&
+        strncmp(text, "Filename", 8) == 0) {
+        areas = -1; /* the header's line */
+        for (const char *s = text; *s; s++)
+            areas += *s == '\n';
+    }
+    if (fd >= 0)
+        close(fd);
+    free(text);
+    return areas;
+}
+
 /* A swap policy of its own (swappiness or swap_max): the host's vm.swappiness matters. */
 static bool swap_sensitive(const struct doc *d)
 {
@@ -351,7 +374,10 @@ static void check_memory(struct doc *d)
     if (rd_long(d, "/proc/sys/vm/swappiness", &sw)) {
         enum severity s = SEV_OK;
         char *why = NULL;
-        if (sw == 0) {
+        if (swap_areas(d) == 0 && (sw == 0 || (sw > 10 && swap_sensitive(d)))) {
+            s = SEV_INFO;
+            why = fmt("no swap here, so it decides nothing until swap is added");
+        } else if (sw == 0) {
             s = SEV_WARN;
             why = fmt("0 turns a little memory pressure into the OOM killer (in cgroup v2 above "
                       "all); 1 still keeps memory in RAM but lets the kernel breathe");

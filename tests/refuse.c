@@ -61,7 +61,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "refuse: unknown or too many system calls: %s\n", name);
             return 125;
         }
-        f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)known[k].nr, 0, 1);
+        f[n++] =
+            (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)known[k].nr, 0, 1);
         f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
     }
     f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
