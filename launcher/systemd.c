@@ -198,6 +198,25 @@ void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *
                 thp, MEMORY_THP_SINCE,
                 version ? "this host has an older one" : "no systemctl found here");
     /*
+     * A packaged unit's User= (Debian's redis-server, mariadb) would start
+     * tunerun as that user, which can neither raise limits nor register the
+     * service nor write its cgroup. With [security] user tunerun starts as
+     * root and becomes the user itself, so the unit's are reset; without
+     * it, saying how is all it can do (the unit may have none).
+     */
+    if (p->security.user)
+        fprintf(f,
+                "# tunerun starts as root and becomes %s itself ([security] user): the unit's own\n"
+                "# user and group are reset\n"
+                "User=\n"
+                "Group=\n",
+                p->security.user);
+    else
+        fputs("# If the unit sets User=, tunerun starts as that user and cannot raise limits,\n"
+              "# register the service or write its cgroup: give the user to tunerun instead\n"
+              "# (--set security.user=USER, which resets User= and Group= here)\n",
+              f);
+    /*
      * Only as comments: these lines are right for a hardened unit and wrong
      * for a plain one (a SystemCallFilter= of a few calls would deny all else).
      */
