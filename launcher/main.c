@@ -842,8 +842,9 @@ static int list_services(const struct options *o, struct state_dir *sd)
     if (st == STATE_UNAVAILABLE && o->state_dir == NULL) {
         if (o->json)
             printf("{\"state_dir\": null, \"claims\": []}\n");
-        else
-            printf("no service is running under tunerun here (%s)\n", e.msg);
+        else /* a user's own state directory: root's services are not in it */
+            printf("no service is running under tunerun here (%s)%s\n", e.msg,
+                   geteuid() != 0 ? "; root's services are listed by root" : "");
         return 0;
     }
     if (st != STATE_OK) {

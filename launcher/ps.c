@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 struct ps_thread {
     long tid;
@@ -155,7 +156,8 @@ static void ago(char *buf, size_t n, long long when)
 static void print_text(FILE *f, const struct state_dir *sd, const struct ps_claim *pcs, size_t n)
 {
     if (n == 0) {
-        fprintf(f, "no service is running under tunerun here (%s)\n", sd->path);
+        fprintf(f, "no service is running under tunerun here (%s)%s\n", sd->path,
+                geteuid() != 0 ? "; root's services are listed by root" : "");
         return;
     }
     for (size_t i = 0; i < n; i++) {
