@@ -874,6 +874,21 @@ static bool load_topology(const struct options *o, struct topo *t, struct state_
             log_error("--state-dir: %s", e.msg);
             return false;
         }
+        /*
+         * A launch registers its service, which a read-only directory (a
+         * unit's /run without ReadWritePaths=) forbids: it runs
+         * unregistered, as without one, but still reads the cache there.
+         * plan and topo only read.
+         */
+        bool unregistered = st == STATE_OK && sd->readonly && o->verb == VERB_RUN;
+        if (unregistered && o->state_dir) {
+            log_error("--state-dir: state directory %s: %s", sd->path, strerror(EROFS));
+            return false;
+        }
+        if (unregistered) {
+            st = STATE_UNAVAILABLE;
+            err_set(&e, "state directory %s: %s", sd->path, strerror(EROFS));
+        }
         if (st == STATE_UNSAFE)
             log_warn("%s; no topology cache, and running services are not known", e.msg);
         else if (st == STATE_UNAVAILABLE && geteuid() == 0)
@@ -890,6 +905,10 @@ static bool load_topology(const struct options *o, struct topo *t, struct state_
         log_error("%s", e.msg);
     else if (t->cache_note)
         log_info("%s", t->cache_note);
+    if (sd->readonly && o->verb == VERB_RUN && sd->fd >= 0) {
+        close(sd->fd); /* the cache read, no registry: as if there were no directory */
+        sd->fd = -1;
+    }
     return ok;
 }
 
@@ -932,7 +951,7 @@ int main(int argc, char **argv)
     struct err e;
     struct profile p;
     struct topo t;
-    struct state_dir sd = {-1, NULL};
+    struct state_dir sd = {-1, NULL, false};
 
     if (o.verb == VERB_PROFILES && o.keys) {
         profile_list_keys(stdout);

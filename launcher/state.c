@@ -44,6 +44,7 @@ static const char *untrusted(const struct stat *st)
 enum state_status state_dir_open(struct state_dir *sd, const char *path, bool create, struct err *e)
 {
     sd->fd = -1;
+    sd->readonly = false;
     sd->path = path ? xstrdup(path) : default_path();
     if (sd->path == NULL) {
         err_set(e, "no state directory: XDG_RUNTIME_DIR is not set (see --state-dir)");
@@ -105,15 +106,12 @@ enum state_status state_dir_open(struct state_dir *sd, const char *path, bool cr
     }
     /*
      * A unit with ProtectSystem=strict and no ReadWritePaths= sees the
-     * directory tmpfiles made at boot, read-only: no lock, no claim, so
-     * the same as no directory at all, not a failure of every launch.
+     * directory tmpfiles made at boot, read-only: its cache and claims
+     * can be read, but a launch can register nothing there (the caller
+     * decides what that means for it).
      */
     struct statvfs fs;
-    if (create && fstatvfs(fd, &fs) == 0 && (fs.f_flag & ST_RDONLY)) {
-        err_set(e, "state directory %s: %s", sd->path, strerror(EROFS));
-        close(fd);
-        return STATE_UNAVAILABLE;
-    }
+    sd->readonly = fstatvfs(fd, &fs) == 0 && (fs.f_flag & ST_RDONLY);
     if (path == NULL && (st.st_mode & 077))
         (void)fchmod(fd, 0700); /* best effort: it still works as it is */
     sd->fd = fd;

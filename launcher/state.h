@@ -24,8 +24,9 @@ enum state_status {
 };
 
 struct state_dir {
-    int fd;     /* -1 unless STATE_OK */
-    char *path; /* for messages; NULL when there is no candidate at all */
+    int fd;        /* -1 unless STATE_OK */
+    char *path;    /* for messages; NULL when there is no candidate at all */
+    bool readonly; /* on a read-only mount: read, never written (no claim) */
 };
 
 /*
