@@ -366,35 +366,63 @@ static bool new_topology(hwloc_topology_t *topo, bool host, unsigned long flags,
 /* An hwloc XML export of the largest machines, PCI and all, is a few MiB. */
 #define XML_MAX (16 << 20)
 
+/* Past the ')' or ']' that closes the one at s (a '[' may hold "(...)"); NULL if none does. */
+static const char *past_close(const char *s)
+{
+    char close = *s == '(' ? ')' : ']';
+    for (s++; *s; s++) {
+        if (*s == close)
+            return s + 1;
+        if (*s == '(') {
+            if ((s = past_close(s)) == NULL)
+                return NULL;
+            s--; /* the loop steps past the ')' */
+        }
+    }
+    return NULL;
+}
+
 /*
  * The PUs a synthetic description makes: the product of its levels'
- * counts ("pack:2 numa:1 core:8 pu:2", a count alone, attributes in
- * parentheses; "[numa...]" attaches memory and multiplies nothing). hwloc
- * builds whatever it is given, and a typo of a few digits is a thousand
- * million objects: hand-written because hwloc says the size only after it
- * has built them. Saturates at SIZE_MAX; 0 for what it cannot read, which
- * hwloc then judges.
+ * counts, read as hwloc reads them (topology-synthetic.c: a type up to
+ * the next ':', strtoul() in base 0, attributes in parentheses, "[...]"
+ * attaching memory and multiplying nothing). hwloc builds whatever it is
+ * given, and a typo of a few digits is a thousand million objects:
+ * hand-written because hwloc says the size only after it has built
+ * them. Saturates at SIZE_MAX; 0 for what hwloc itself would refuse.
  */
 static size_t synthetic_pus(const char *desc)
 {
     size_t pus = 1;
-    for (const char *s = desc; *s;) {
+    const char *s = desc;
+    if (*s == '(' && (s = past_close(s)) == NULL)
+        return 0;
+    while (*s) {
         s += strspn(s, " \t");
         if (*s == '\0')
             break;
-        size_t len = strcspn(s, " \t");
-        const char *colon = memchr(s, ':', len), *num = colon ? colon + 1 : s;
-        if (*s != '[' && *s != '(' && *num >= '0' && *num <= '9') {
-            char *end;
-            errno = 0;
-            unsigned long long n = strtoull(num, &end, 10);
-            if (errno != 0 || n > SIZE_MAX)
-                return SIZE_MAX;
-            pus = n != 0 && pus > SIZE_MAX / n ? SIZE_MAX : pus * (size_t)n;
-        } else if (*s != '[' && *s != '(') {
-            return 0;
+        if (*s == '[') {
+            if ((s = past_close(s)) == NULL)
+                return 0;
+            continue;
         }
-        s += len;
+        if (*s < '0' || *s > '9') {
+            const char *colon = strchr(s, ':');
+            if (colon == NULL)
+                return 0;
+            s = colon + 1;
+        }
+        char *end;
+        errno = 0;
+        unsigned long long n = strtoull(s, &end, 0);
+        if (end == s)
+            return 0;
+        if (errno == ERANGE || n > SIZE_MAX)
+            n = SIZE_MAX;
+        pus = n != 0 && pus > SIZE_MAX / n ? SIZE_MAX : pus * (size_t)n;
+        s = end;
+        if (*s == '(' && (s = past_close(s)) == NULL)
+            return 0;
     }
     return pus;
 }
