@@ -681,6 +681,20 @@ static void abandon(const struct state_dir *sd, const struct topo *t, struct reg
     registry_close(&again);
 }
 
+/*
+ * The PATH execvp() will search: the profile's [env] PATH, else the
+ * inherited one. *later when it names a ${...} that only the plan knows.
+ */
+static const char *exec_path(const struct profile *p, bool *later)
+{
+    const char *value = getenv("PATH");
+    for (size_t i = 0; i < p->nenv; i++)
+        if (strcmp(p->env[i].name, "PATH") == 0)
+            value = p->env[i].value;
+    *later = value && strstr(value, "${");
+    return value;
+}
+
 /* The value the plan gives environment variable `name`, else the inherited one. */
 static const char *plan_env(const struct plan *pl, const char *name)
 {
@@ -689,6 +703,22 @@ static const char *plan_env(const struct plan *pl, const char *name)
         if (pl->steps[i].type == STEP_SETENV && strcmp(pl->steps[i].u.env.name, name) == 0)
             value = pl->steps[i].u.env.value;
     return value;
+}
+
+/*
+ * Whether execvp() would find and may execute the command, in `path`; 0,
+ * or the exit status after saying why. A service user's right to execute
+ * it is checked as that user (privs_drop()); root may be refused what it
+ * may run (NFS).
+ */
+static int check_command(const char *cmd, const char *path, const char *shown,
+                         const struct privs *pv)
+{
+    int error = command_error(cmd, path);
+    if (error == 0 || (pv && pv->change_id && error != ENOENT))
+        return 0;
+    log_error("cannot execute '%s': %s", shown, strerror(error));
+    return error == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
 }
 
 static int run(const struct options *o, struct profile *p, struct topo *t,
@@ -704,6 +734,17 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     char named[ESCAPED_SIZE(160)]; /* cmd as messages show it: one line */
     const char *shown = str_escaped(named, sizeof(named), cmd, 160);
     launch_key(p, o->command, key, sizeof(key));
+    /*
+     * The command is looked for before anything is claimed or changed, in
+     * the PATH it will be run with, and before the registry's lock: a
+     * PATH entry on a hung mount must not stall every launch behind it.
+     * Only a PATH of ${...} the plan fills waits for the plan.
+     */
+    bool later;
+    const char *path = exec_path(p, &later);
+    if (!later && (status = check_command(cmd, path, shown, pv)) != 0)
+        return status;
+    status = EXIT_TUNERUN;
     if (sd->fd >= 0)
         registry_disown(sd);
     if (!open_registry(sd, &reg, REGISTRY_WRITE))
@@ -712,19 +753,13 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         registry_close(&reg);
         return EXIT_TUNERUN;
     }
-    /*
-     * Whether execvp() would find and may execute the command, in the PATH
-     * the plan gives it: before anything is claimed or changed. A service
-     * user's right to execute it is checked as that user (privs_drop());
-     * root may be refused what it may run (NFS).
-     */
-    int error = command_error(cmd, plan_env(&pl, "PATH"));
-    if (error != 0 && !(pv && pv->change_id && error != ENOENT)) {
-        log_error("cannot execute '%s': %s", shown, strerror(error));
+    if (later && (status = check_command(cmd, plan_env(&pl, "PATH"), shown, pv)) != 0) {
         registry_close(&reg);
         plan_free(&pl);
-        return error == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+        return status;
     }
+    status = EXIT_TUNERUN;
+    int error;
     struct step_result *res = xcalloc(pl.nsteps ? pl.nsteps : 1, sizeof(*res));
     struct yield y = {0};
     bool unprivileged = false;
