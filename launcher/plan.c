@@ -1439,11 +1439,22 @@ static void choose_memory(struct ctx *c)
         uint64_t bound = sum_mem(t, pl->mem_nodes, false), all = 0;
         for (size_t i = 0; i < t->nnodes; i++)
             all += t->nodes[i].mem_total;
-        if (t->memory_known && p->placement.memory_size == 0 && bound < all)
+        if (t->memory_known && p->placement.memory_size == 0 && bound < all) {
             note(pl, NOTE_INFO,
-                 "memory bind %s holds %.1f GiB of this machine's %.1f GiB, and no memory_size "
-                 "says the service fits there: set it, and memory = auto binds only what fits",
+                 "memory bind %s holds %.1f GiB of this machine's %.1f GiB, and nothing checks "
+                 "that the service fits there: with memory_size and memory = auto, it binds "
+                 "only what fits",
                  list, gib(bound), gib(all));
+        } else if (t->memory_known && p->placement.memory_size > bound) {
+            char w[32], b[32], *at = origin_str(p->placement.memory_size_at);
+            sizes_apart(w, b, sizeof(w), p->placement.memory_size, bound);
+            note(pl, NOTE_WARN,
+                 "memory_size %s (%s) is more than memory bind %s holds (%s): the service "
+                 "swaps or is killed once it outgrows it (fix: memory = auto, which spreads "
+                 "what does not fit, or memory = preferred)",
+                 w, at, list, b);
+            free(at);
+        }
         break;
     case MEM_PREFERRED:
         pl->mpol =

@@ -1216,8 +1216,8 @@ static void test_bind_without_a_size(void **state)
     struct topo t = shared_xml("64intel64-fakeKNL-SNC4-hybrid.xml");
     struct profile p = load_profile("mysql", NULL);
     struct plan pl = make_plan(&p, &t, NULL);
-    assert_true(has_note(&pl, "memory bind 0 holds 1.0 GiB of this machine's 12.0 GiB, and no "
-                              "memory_size says the service fits there"));
+    assert_true(has_note(&pl, "memory bind 0 holds 1.0 GiB of this machine's 12.0 GiB, and nothing "
+                              "checks that the service fits there"));
     plan_free(&pl);
     profile_free(&p);
     topo_free(&t);
@@ -1225,16 +1225,25 @@ static void test_bind_without_a_size(void **state)
     t = load_topo("synthetic:pack:2 [numa(memory=0)] core:2 pu:1");
     p = load_profile("mysql", NULL);
     pl = make_plan(&p, &t, NULL);
-    assert_false(has_note(&pl, "no memory_size says"));
+    assert_false(has_note(&pl, "nothing checks"));
     assert_true(has_note(&pl, "node 0: the candidates are alike (memory unknown, 0 CPUs claimed)"));
     plan_free(&pl);
     profile_free(&p);
     topo_free(&t);
     t = shared_xml("64intel64-fakeKNL-SNC4-hybrid.xml");
-    const char *sized[] = {"placement.memory_size=512M", NULL}; /* a size: nothing to say */
+    const char *sized[] = {"placement.memory_size=512M", NULL}; /* a size that fits: nothing */
     p = load_profile("mysql", sized);
     pl = make_plan(&p, &t, NULL);
-    assert_false(has_note(&pl, "no memory_size says"));
+    assert_false(has_note(&pl, "nothing checks"));
+    assert_false(pl.degraded);
+    plan_free(&pl);
+    profile_free(&p);
+    const char *big[] = {"placement.memory_size=100G", NULL}; /* one that does not: a warning */
+    p = load_profile("mysql", big);
+    pl = make_plan(&p, &t, NULL);
+    assert_true(has_note(&pl, "memory_size 100.0 GiB (--set) is more than memory bind 0 holds "
+                              "(1.0 GiB): the service swaps or is killed"));
+    assert_true(pl.degraded);
     plan_free(&pl);
     profile_free(&p);
     topo_free(&t);
