@@ -1388,8 +1388,8 @@ static void choose_memory(struct ctx *c)
                  t->nodes[i].os_index, t->nodes[m].os_index, topo_distance(t, i, (size_t)m));
         else if ((size_t)m != i) /* an export without one: no distance to cite */
             note(pl, NOTE_INFO,
-                 "node %u has CPUs but no memory: its memory comes from node %u, the first with "
-                 "memory (no distance matrix says which is nearest)",
+                 "node %u has CPUs but no memory: its memory comes from node %u, the one with "
+                 "memory most free (no distance matrix says which is nearest)",
                  t->nodes[i].os_index, t->nodes[m].os_index);
     }
     /* no allowed node owns its CPUs: the cpuset's memory nodes are all it may have */
@@ -1521,7 +1521,7 @@ static void choose_memory(struct ctx *c)
                  "memory auto -> interleave %s: memory_size %.1f GiB is more than the chosen "
                  "nodes hold (%.1f GiB), so spread it evenly over the %s nodes that hold "
                  "it (%.1f GiB%s)",
-                 all, gib(want), gib(total), t->distance ? "nearest" : "first", gib(grown),
+                 all, gib(want), gib(total), t->distance ? "nearest" : "roomiest", gib(grown),
                  t->distance ? "" : "; no distance matrix says which are nearest");
             char w[32], g[32], *at = origin_str(p->placement.memory_size_at);
             sizes_apart(w, g, sizeof(w), want, grown);

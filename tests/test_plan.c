@@ -681,11 +681,13 @@ static void test_memoryless_node_gets_nearest_memory(void **state)
     plan_free(&pl);
     topo_free(&t);
 
-    /* without a distance matrix no distance is cited, the default 20 least of all */
+    /* without a distance matrix no distance is cited, the default 20 least of all: the
+     * node with memory most free is taken, and said to be */
     t = load_topo("synthetic:pack:2 [numa(memory=0)] [numa(memory=1GB)] core:2 pu:1");
+    t.nodes[topo_node_index(&t, 3)].mem_free *= 2;
     pl = make_plan(&p, &t, NULL);
-    assert_true(has_note(&pl, "its memory comes from node 1, the first with memory (no distance "
-                              "matrix says which is nearest)"));
+    assert_true(has_note(&pl, "its memory comes from node 3, the one with memory most free (no "
+                              "distance matrix says which is nearest)"));
     plan_free(&pl);
     profile_free(&p);
     topo_free(&t);
