@@ -914,11 +914,19 @@ static void note_near_outcome(const struct ctx *c, const size_t *chosen, size_t 
         bool in = false;
         for (size_t k = 0; k < want; k++)
             in |= c->near[chosen[k]] == c->near[best];
-        if (!in)
+        /* in group_cost's order: what kept the group off it */
+        unsigned id = c->t->nodes[best].os_index;
+        if (!in && hwloc_bitmap_isset(c->shunned_nodes, id))
             note(c->pl, NOTE_INFO,
                  "near: the group of %zu leaves out node %u, the nearest to the disk under %s: "
-                 "the closest group by the distance matrix comes first",
-                 want, c->t->nodes[best].os_index, c->near_path);
+                 "%s runs there",
+                 want, id, c->near_path, c->shunned_names);
+        else if (!in)
+            note(c->pl, NOTE_INFO,
+                 "near: the group of %zu leaves out node %u, the nearest to the disk under %s: "
+                 "the closest group by the distance matrix comes first%s",
+                 want, id, c->near_path,
+                 c->t->nodes[best].has_memory ? "" : ", and it has no memory of its own");
     } else if (want == 1 && !hwloc_bitmap_isset(c->near_nodes, c->t->nodes[chosen[0]].os_index)) {
         char *why = why_not_near(c, chosen[0]);
         if (why)

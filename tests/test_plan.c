@@ -1785,6 +1785,21 @@ static void test_near_its_disk(void **state)
     claim_free(&k);
     profile_free(&mysql);
     topo_free(&t);
+
+    /* a group kept off the disk's node by a service it keeps apart from says so, not distance */
+    t = shared_xml("28intel64-2p2g7c-CoDgroups.v1tov2.xml");
+    mysql = load_profile("mysql",
+                         (const char *const[]){"placement.near=/srv", "placement.nodes=2", NULL});
+    k = live("nginx", "0-6", "0", false, "mysql");
+    pl = plan_near(&mysql, &t, &k, 1, NULL, "0");
+    assert_nodes_said(&pl, "2-3",
+                      "near: the group of 2 leaves out node 0, the nearest to the disk under /srv: "
+                      "nginx runs there",
+                      "apart");
+    plan_free(&pl);
+    claim_free(&k);
+    profile_free(&mysql);
+    topo_free(&t);
 }
 
 int main(void)
