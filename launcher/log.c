@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 static enum log_level current_level = LOG_NORMAL;
@@ -84,10 +85,22 @@ LOG_AT(log_warn, 4, LOG_NORMAL)
 LOG_AT(log_notice, 5, LOG_NORMAL)
 LOG_AT(log_info, 6, LOG_VERBOSE)
 
+/*
+ * A message longer than struct err holds keeps its start (what it is
+ * about) and its end (what went wrong, and the fix), and loses the
+ * middle: a long include chain or path must not cut off the reason.
+ */
 void err_set(struct err *e, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+    char *text = xvasprintf(fmt, ap);
     va_end(ap);
+    size_t len = strlen(text), head = 256, cut = sizeof(" ... ") - 1;
+    if (len < sizeof(e->msg))
+        memcpy(e->msg, text, len + 1);
+    else
+        snprintf(e->msg, sizeof(e->msg), "%.*s ... %s", (int)head, text,
+                 text + len - (sizeof(e->msg) - 1 - head - cut));
+    free(text);
 }

@@ -417,7 +417,8 @@ static const char *chain_with(struct loader *L, const char *via, const char *fil
                               const char *tok)
 {
     char *chain = xasprintf("%s%s:%d: in include '%s': ", via ? via : "", file, line, tok);
-    if (strlen(chain) > CHAIN_MAX && L->first_link) {
+    /* cut only where there is a middle: more than the first link before this one */
+    if (strlen(chain) > CHAIN_MAX && L->first_link && via != L->first_link) {
         free(chain);
         chain = xasprintf("%s...: %s:%d: in include '%s': ", L->first_link, file, line, tok);
     }
@@ -434,8 +435,7 @@ static const char *chain_with(struct loader *L, const char *via, const char *fil
  */
 static void nest_error(struct err *e, const char *file, int line, const char *tok, const char *sub)
 {
-    char link[CHAIN_MAX + 64];
-    snprintf(link, sizeof(link), "%s:%d: in include '%s': ", file, line, tok);
+    char *link = xasprintf("%s:%d: in include '%s': ", file, line, tok);
     const char *rest = sub, *in, *end;
     bool cut = false;
     while (strlen(link) + strlen(rest) + 8 >= sizeof(e->msg) &&
@@ -445,8 +445,9 @@ static void nest_error(struct err *e, const char *file, int line, const char *to
         cut = true;
     }
     if (cut && strncmp(rest, "...: ", 5) == 0)
-        rest += 5; /* cut further in already */
-    err_set(e, "%s%s%s", link, cut ? "...: " : "", rest);
+        rest += 5;                                        /* cut further in already */
+    err_set(e, "%s%s%s", link, cut ? "...: " : "", rest); /* err_set() keeps the end */
+    free(link);
 }
 
 static const char *mem_text(const struct loader *L, const char *path)

@@ -6,9 +6,29 @@
 #include <cmocka.h>
 #include <string.h>
 
+#include "log.h"
 #include "parse.h"
 #include "procs.h"
 #include "registry.h"
+
+/* A message too long for struct err keeps its start and its end, the reason. */
+static void test_long_message(void **state)
+{
+    (void)state;
+    struct err e;
+    char path[3000];
+    memset(path, 'd', sizeof(path) - 1);
+    path[sizeof(path) - 1] = '\0';
+    err_set(&e, "file.ini:2: in include 'x': %s/x.ini:7: placement.nodes: '0' is out of range",
+            path);
+    assert_true(strlen(e.msg) < sizeof(e.msg));
+    assert_int_equal(strncmp(e.msg, "file.ini:2: in include 'x': ddd", 31), 0);
+    assert_non_null(strstr(e.msg, "d ... d"));
+    const char *end = "/x.ini:7: placement.nodes: '0' is out of range";
+    assert_string_equal(e.msg + strlen(e.msg) - strlen(end), end);
+    err_set(&e, "short: %d", 1); /* one that fits is as it is */
+    assert_string_equal(e.msg, "short: 1");
+}
 
 static void test_bool(void **state)
 {
@@ -157,7 +177,7 @@ int main(void)
         cmocka_unit_test(test_bool),     cmocka_unit_test(test_long),
         cmocka_unit_test(test_size),     cmocka_unit_test(test_rlim),
         cmocka_unit_test(test_trim),     cmocka_unit_test(test_registry_line),
-        cmocka_unit_test(test_lock_ino),
+        cmocka_unit_test(test_lock_ino), cmocka_unit_test(test_long_message),
     };
     return cmocka_run_group_tests_name("parse", tests, NULL, NULL);
 }
