@@ -114,16 +114,21 @@ static double gib(uint64_t bytes)
 }
 
 /*
- * "64.0 GiB" and "63.9 GiB" for a size that exceeds another: in MiB where
- * tenths of GiB would print them alike ("64.0 GiB is more than 64.0 GiB").
+ * "64.0 GiB" and "63.9 GiB" for a size that exceeds another: in MiB, then
+ * KiB, then bytes where a coarser unit would print them alike ("64.0 GiB
+ * is more than 64.0 GiB").
  */
 static void sizes_apart(char *a, char *b, size_t n, uint64_t x, uint64_t y)
 {
+    static const struct {
+        uint64_t unit;
+        const char *name;
+    } units[] = {{MIB, "MiB"}, {1024, "KiB"}, {1, "bytes"}};
     snprintf(a, n, "%.1f GiB", gib(x));
     snprintf(b, n, "%.1f GiB", gib(y));
-    if (strcmp(a, b) == 0 && x != y) {
-        snprintf(a, n, "%llu MiB", (unsigned long long)(x / MIB));
-        snprintf(b, n, "%llu MiB", (unsigned long long)(y / MIB));
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]) && strcmp(a, b) == 0 && x != y; i++) {
+        snprintf(a, n, "%llu %s", (unsigned long long)(x / units[i].unit), units[i].name);
+        snprintf(b, n, "%llu %s", (unsigned long long)(y / units[i].unit), units[i].name);
     }
 }
 

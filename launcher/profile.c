@@ -1313,6 +1313,10 @@ static bool set_loader_env(struct profile *p, const char *v, struct origin at, c
  * written) fail. Linux starts processes at 1024.
  */
 #define NOFILE_MIN 64
+/* The most fs.nr_open may be set to: the kernel's sysctl_nr_open_max. */
+#define NR_OPEN_MAX                                                                                \
+    (((size_t)INT_MAX < SIZE_MAX / sizeof(void *) ? (size_t)INT_MAX : SIZE_MAX / sizeof(void *)) & \
+     ~(size_t)(sizeof(long) * 8 - 1))
 
 static bool set_limit(struct profile *p, const char *name, const char *v, struct origin at,
                       const char **why)
@@ -1348,6 +1352,15 @@ static bool set_limit(struct profile *p, const char *name, const char *v, struct
             (soft == RLIM_INFINITY || hard == RLIM_INFINITY)) {
             *why = "'unlimited' is no limit Linux can set for open files: it caps them at "
                    "fs.nr_open (1048576 unless raised); give a number";
+            return false;
+        }
+        if (rlimits[i].resource == RLIMIT_NOFILE && hard > NR_OPEN_MAX) {
+            static char buf[160];
+            snprintf(buf, sizeof(buf),
+                     "%llu open files is more than fs.nr_open may ever be raised to (%llu); give "
+                     "a number at most that",
+                     (unsigned long long)hard, (unsigned long long)NR_OPEN_MAX);
+            *why = buf;
             return false;
         }
         struct profile_limit *l = &p->limits[rlimits[i].resource];

@@ -444,6 +444,12 @@ static void test_words_true_of_odd_machines(void **state)
     assert_true(has_note(&x->pl, "java.max_ram 65536 MiB is more than memory bind 0-1 holds "
                                  "(65507 MiB)"));
     done(x);
+    /* ... and less than a MiB: in KiB */
+    const char *closer[] = {"placement.memory=bind", "java.max_ram=67080000K", "placement.nodes=2",
+                            NULL};
+    x = trial(shared_xml("32em64t-2n8c2t-pci-normalio.xml"), "java", closer);
+    assert_true(has_note(&x->pl, "java.max_ram 67080000 KiB is more than memory bind 0-1 holds"));
+    done(x);
 
     /* preferred where every page is remote is not "local first" */
     x = trial(load_topo("tests/data/cpuset-mismatch.xml"), "redis", NULL);

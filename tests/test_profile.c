@@ -156,6 +156,9 @@ static void test_errors_name_file_and_line(void **state)
     m = load_error("[limits]\nnofile = 10:5\n");
     assert_non_null(strstr(m, "bad.ini:2: limits.nofile: soft limit above hard"));
 
+    m = load_error("[limits]\nnofile = 3000000000\n");
+    assert_non_null(strstr(m, "bad.ini:2: limits.nofile: 3000000000 open files is more than "
+                              "fs.nr_open may ever be raised to (2147483584)"));
     m = load_error("[limits]\nnofile = 1024:unlimited\n");
     assert_non_null(strstr(m, "bad.ini:2: limits.nofile: 'unlimited' is no limit Linux can set"));
 
