@@ -206,15 +206,16 @@ void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *
      */
     if (p->security.user)
         fprintf(f,
-                "# tunerun starts as root and becomes %s itself ([security] user): the unit's own\n"
-                "# user and group are reset\n"
+                "# tunerun starts as root and becomes %s itself ([security] user): the unit's\n"
+                "# User= is reset. Its Group= stays: systemd makes RuntimeDirectory= (a pidfile's\n"
+                "# place) root's and that group's, at every start, so the group may write there.\n"
                 "User=\n"
-                "Group=\n",
+                "RuntimeDirectoryMode=2775\n",
                 p->security.user);
     else
         fputs("# If the unit sets User=, tunerun starts as that user and cannot raise limits,\n"
               "# register the service or write its cgroup: give the user to tunerun instead\n"
-              "# (--set security.user=USER, which resets User= and Group= here)\n",
+              "# (--set security.user=USER, which resets User= here)\n",
               f);
     /*
      * Only as comments: these lines are right for a hardened unit and wrong
