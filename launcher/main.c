@@ -197,7 +197,6 @@ static int long_option_error(const struct option *longopts, const char *word)
     return usage_error("option '%s' requires an argument", opt);
 }
 
-/* Returns -1 when parsing succeeded, else the exit status. */
 static const struct {
     const char *name;
     enum verb verb;
@@ -216,6 +215,7 @@ static bool verb_word(const char *word)
     return false;
 }
 
+/* Returns -1 when parsing succeeded, else the exit status. */
 static int parse_args(int argc, char **argv, struct options *o)
 {
     static const struct option longopts[] = {

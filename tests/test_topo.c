@@ -93,7 +93,10 @@ static void test_cpuless_node(void **state)
     topo_free(&t);
 }
 
-/* An XML with a second latency matrix (hwloc fills one, and says there are two). */
+/*
+ * An XML with a second latency matrix (hwloc fills one, and says there are
+ * two): the first, the kernel's, is used, not the user's that follows it.
+ */
 static void test_second_distance_matrix(void **state)
 {
     (void)state;
