@@ -366,44 +366,43 @@ static bool new_topology(hwloc_topology_t *topo, bool host, unsigned long flags,
 /* An hwloc XML export of the largest machines, PCI and all, is a few MiB. */
 #define XML_MAX (16 << 20)
 
-/* Past the ')' or ']' that closes the one at s (a '[' may hold "(...)"); NULL if none does. */
-static const char *past_close(const char *s)
+/*
+ * Past the ')' that closes the attributes at s, as hwloc finds it: the
+ * first one, whatever precedes it; NULL if none does.
+ */
+static const char *past_attrs(const char *s)
 {
-    char close = *s == '(' ? ')' : ']';
-    for (s++; *s; s++) {
-        if (*s == close)
-            return s + 1;
-        if (*s == '(') {
-            if ((s = past_close(s)) == NULL)
-                return NULL;
-            s--; /* the loop steps past the ')' */
-        }
-    }
-    return NULL;
+    const char *close = strchr(s, ')');
+    return close ? close + 1 : NULL;
 }
 
 /*
  * The PUs a synthetic description makes: the product of its levels'
- * counts, read as hwloc reads them (topology-synthetic.c: a type up to
- * the next ':', strtoul() in base 0, attributes in parentheses, "[...]"
- * attaching memory and multiplying nothing). hwloc builds whatever it is
- * given, and a typo of a few digits is a thousand million objects:
- * hand-written because hwloc says the size only after it has built
- * them. Saturates at SIZE_MAX; 0 for what hwloc itself would refuse.
+ * counts, read as hwloc reads them (topology-synthetic.c): levels apart by
+ * blanks or newlines, a type up to the next ':', strtoul() in base 0,
+ * attributes up to the first ')', "[...]" attaching memory and multiplying
+ * nothing. hwloc builds whatever it is given, and a typo of a few digits
+ * is a thousand million objects: hand-written because hwloc says the size
+ * only after it has built them. Saturates at SIZE_MAX; 0 for what it
+ * cannot count, which the caller refuses rather than let hwloc build.
  */
 static size_t synthetic_pus(const char *desc)
 {
     size_t pus = 1;
     const char *s = desc;
-    if (*s == '(' && (s = past_close(s)) == NULL)
+    if (*s == '(' && (s = past_attrs(s)) == NULL)
         return 0;
     while (*s) {
-        s += strspn(s, " \t");
+        s += strspn(s, " \t\n");
         if (*s == '\0')
             break;
-        if (*s == '[') {
-            if ((s = past_close(s)) == NULL)
+        if (*s == '[') { /* "[numa(memory=...)]": its attributes, then the ']' */
+            const char *open = strpbrk(s, "(]");
+            if (open && *open == '(' && (open = past_attrs(open)) != NULL)
+                open = strchr(open, ']');
+            if (open == NULL || *open != ']')
                 return 0;
+            s = open + 1;
             continue;
         }
         if (*s < '0' || *s > '9') {
@@ -421,7 +420,7 @@ static size_t synthetic_pus(const char *desc)
             n = SIZE_MAX;
         pus = n != 0 && pus > SIZE_MAX / n ? SIZE_MAX : pus * (size_t)n;
         s = end;
-        if (*s == '(' && (s = past_close(s)) == NULL)
+        if (*s == '(' && (s = past_attrs(s)) == NULL)
             return 0;
     }
     return pus;
@@ -437,6 +436,10 @@ static bool load_spec(const char *spec, struct topo *t, struct machine *m, struc
     size_t len = 0;
     if (synthetic) {
         size_t pus = synthetic_pus(spec + 10);
+        if (pus == 0) {
+            err_set(e, "--topology %s: not a valid hwloc synthetic description", spec);
+            return false;
+        }
         if (pus > BITMAP_MAX_INDEX + 1) {
             err_set(e, "--topology %s: more than %lu PUs; Linux runs at most that many CPUs", spec,
                     BITMAP_MAX_INDEX + 1);
