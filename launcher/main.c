@@ -912,15 +912,20 @@ static bool load_topology(const struct options *o, struct topo *t, struct state_
         /*
          * A launch registers its service, which a read-only directory (a
          * unit's /run without ReadWritePaths=) forbids: it runs
-         * unregistered, as without one, but still reads the cache there.
-         * plan and topo only read.
+         * unregistered, as without one, but still reads the cache there,
+         * and plan says what it would do. A read-only --state-dir is a
+         * launch's error, and plan and topo read it.
          */
-        bool unregistered = st == STATE_OK && sd->readonly && o->verb == VERB_RUN;
+        bool unregistered = st == STATE_OK && sd->readonly &&
+                            (o->verb == VERB_RUN || (o->verb == VERB_PLAN && !o->state_dir));
         if (unregistered && o->state_dir) {
             log_error("--state-dir: state directory %s: %s", sd->path, strerror(EROFS));
             return false;
         }
-        if (unregistered) {
+        if (unregistered && o->verb == VERB_PLAN) {
+            log_info("state directory %s: %s; a launch runs unregistered, as planned here",
+                     sd->path, strerror(EROFS));
+        } else if (unregistered) {
             st = STATE_UNAVAILABLE;
             err_set(&e, "state directory %s: %s", sd->path, strerror(EROFS));
         }
@@ -940,7 +945,8 @@ static bool load_topology(const struct options *o, struct topo *t, struct state_
         log_error("%s", e.msg);
     else if (t->cache_note)
         log_info("%s", t->cache_note);
-    if (sd->readonly && o->verb == VERB_RUN && sd->fd >= 0) {
+    if (sd->readonly && (o->verb == VERB_RUN || (o->verb == VERB_PLAN && !o->state_dir)) &&
+        sd->fd >= 0) {
         close(sd->fd); /* the cache read, no registry: as if there were no directory */
         sd->fd = -1;
     }
