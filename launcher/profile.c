@@ -403,7 +403,6 @@ struct loader {
     /* profile_load_files: the files, in place of the filesystem */
     const struct profile_file *mem;
     size_t nmem;
-    const char *first_link; /* the top file's "FILE:LINE: in include 'NAME': " */
 };
 
 /*
@@ -413,19 +412,24 @@ struct loader {
  */
 #define CHAIN_MAX 320
 
+/* The length of a chain's first link, "FILE:LINE: in include 'NAME': "; 0 if none. */
+static size_t first_link_len(const char *chain)
+{
+    const char *in = strstr(chain, ": in include '"), *end = in ? strstr(in + 14, "': ") : NULL;
+    return end ? (size_t)(end + 3 - chain) : 0;
+}
+
 static const char *chain_with(struct loader *L, const char *via, const char *file, int line,
                               const char *tok)
 {
     char *chain = xasprintf("%s%s:%d: in include '%s': ", via ? via : "", file, line, tok);
-    /* cut only where there is a middle: more than the first link before this one */
-    if (strlen(chain) > CHAIN_MAX && L->first_link && via != L->first_link) {
+    /* cut only where there is a middle: more than this chain's own first link before */
+    size_t first = via ? first_link_len(via) : 0;
+    if (strlen(chain) > CHAIN_MAX && first > 0 && first < strlen(via)) {
         free(chain);
-        chain = xasprintf("%s...: %s:%d: in include '%s': ", L->first_link, file, line, tok);
+        chain = xasprintf("%.*s...: %s:%d: in include '%s': ", (int)first, via, file, line, tok);
     }
-    const char *interned = intern_via(L->p, chain);
-    if (via == NULL)
-        L->first_link = interned;
-    return interned;
+    return intern_via(L->p, chain);
 }
 
 /*
@@ -1391,7 +1395,7 @@ void profile_where(char *buf, size_t n, struct origin at, const char *section, c
 
 static bool apply_entry(struct profile *p, const struct entry *en, struct err *e)
 {
-    char loc[sizeof(e->msg)]; /* an include chain included */
+    char loc[16 * sizeof(e->msg)]; /* an include chain included: err_set() then cuts its middle */
     const char *why = NULL;
     if (!known_section(en->section, strlen(en->section))) {
         char s[ESCAPED_SIZE(64)];
