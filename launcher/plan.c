@@ -921,16 +921,19 @@ static void note_near_outcome(const struct ctx *c, const size_t *chosen, size_t 
             in |= c->near[chosen[k]] == c->near[best];
         /* in group_cost's order: what kept the group off it */
         unsigned id = c->t->nodes[best].os_index;
+        bool by_distance = c->t->distance && !flat_distances(c);
         if (!in && hwloc_bitmap_isset(c->shunned_nodes, id))
             note(c->pl, NOTE_INFO,
                  "near: the group of %zu leaves out node %u, the nearest to the disk under %s: "
-                 "%s runs there",
-                 want, id, c->near_path, c->shunned_names);
+                 "a service it keeps apart from runs there",
+                 want, id, c->near_path);
         else if (!in)
             note(c->pl, NOTE_INFO,
                  "near: the group of %zu leaves out node %u, the nearest to the disk under %s: "
-                 "the closest group by the distance matrix comes first%s",
+                 "%s%s",
                  want, id, c->near_path,
+                 by_distance ? "the closest group by the distance matrix comes first"
+                             : "the best ranked group comes first",
                  c->t->nodes[best].has_memory ? "" : ", and it has no memory of its own");
     } else if (want == 1 && !hwloc_bitmap_isset(c->near_nodes, c->t->nodes[chosen[0]].os_index)) {
         char *why = why_not_near(c, chosen[0]);
@@ -1463,9 +1466,12 @@ static void choose_memory(struct ctx *c)
             sizes_apart(w, b, sizeof(w), p->placement.memory_size, bound);
             note(pl, NOTE_WARN,
                  "memory_size %s (%s) is more than memory bind %s holds (%s): the service "
-                 "swaps or is killed once it outgrows it (fix: memory = auto, which spreads "
-                 "what does not fit, or memory = preferred)",
-                 w, at, list, b);
+                 "swaps or is killed once it outgrows it (fix: %s)",
+                 w, at, list, b,
+                 bound < all ? "memory = auto, which spreads what does not fit, or memory = "
+                               "preferred"
+                             : "a smaller memory_size, or a bigger machine: the bind holds all "
+                               "its memory already");
             free(at);
         }
         break;
@@ -2059,9 +2065,11 @@ static void add_java_step(struct ctx *c, const char *base)
             uint64_t bound = pl->mpol == PLAN_MPOL_BIND && c->t->memory_known
                                  ? sum_mem(c->t, pl->mem_nodes, false)
                                  : 0;
-            if (p->java.max_ram == JAVA_VALUE && bound && ram > bound) {
+            /* what the JVM is given, in whole MiB */
+            uint64_t given = ram / MIB * MIB;
+            if (p->java.max_ram == JAVA_VALUE && bound && given > bound) {
                 char *list = bitmap_list(pl->mem_nodes), r[32], b[32];
-                sizes_apart(r, b, sizeof(r), ram, bound);
+                sizes_apart(r, b, sizeof(r), given, bound);
                 note(pl, NOTE_WARN,
                      "java.max_ram %s is more than memory bind %s holds (%s): the JVM sizes its "
                      "heap from it, and a heap that outgrows the bind is killed (fix: a smaller "

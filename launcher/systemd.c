@@ -207,8 +207,10 @@ void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *
     if (p->security.user)
         fprintf(f,
                 "# tunerun starts as root and becomes %s itself ([security] user): the unit's\n"
-                "# User= is reset. Its Group= stays: systemd makes RuntimeDirectory= (a pidfile's\n"
-                "# place) root's and that group's, at every start, so the group may write there.\n"
+                "# User= is reset. Its Group= (Debian's units have one) stays: systemd makes\n"
+                "# RuntimeDirectory=, a pidfile's place, root's and that group's at every start,\n"
+                "# and this lets the group write there. A unit without Group= needs one, the\n"
+                "# service's group, or the directory is root's alone.\n"
                 "User=\n"
                 "RuntimeDirectoryMode=2775\n",
                 p->security.user);
