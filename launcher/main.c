@@ -489,11 +489,11 @@ static bool load_profile(const struct options *o, const struct profile_paths *pa
  */
 static void log_plan_notes(const struct plan *pl, bool strict)
 {
+    void (*warn)(const char *, ...) __attribute__((format(printf, 1, 2))) =
+        strict ? log_error : log_warn;
     for (size_t i = 0; i < pl->nnotes; i++) {
-        if (pl->notes[i].level == NOTE_WARN && strict)
-            log_error("%s", pl->notes[i].text);
-        else if (pl->notes[i].level == NOTE_WARN)
-            log_warn("%s", pl->notes[i].text);
+        if (pl->notes[i].level == NOTE_WARN)
+            warn("%s", pl->notes[i].text);
         else
             log_info("%s", pl->notes[i].text);
     }
@@ -502,18 +502,17 @@ static void log_plan_notes(const struct plan *pl, bool strict)
 static int log_results(const struct plan *pl, const struct step_result *res, bool cgroup,
                        bool strict)
 {
+    void (*warn)(const char *, ...) __attribute__((format(printf, 1, 2))) =
+        strict ? log_error : log_warn;
     int failed = 0;
     for (size_t i = 0; i < pl->nsteps; i++) {
         char name[64];
         if ((pl->steps[i].type == STEP_CGROUP) != cgroup)
             continue;
         plan_step_name(&pl->steps[i], name, sizeof(name));
-        if (res[i].status == STEP_FAILED && strict) {
+        if (res[i].status == STEP_FAILED) {
             failed++;
-            log_error("%s: %s", name, res[i].detail);
-        } else if (res[i].status == STEP_FAILED) {
-            failed++;
-            log_warn("%s: %s", name, res[i].detail);
+            warn("%s: %s", name, res[i].detail);
         } else {
             log_info("%-7s %-22s %s", step_status_name(res[i].status), name, res[i].detail);
         }
@@ -742,9 +741,9 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
      */
     bool later;
     const char *path = exec_path(p, &later);
-    if (!later && (status = check_command(cmd, path, shown, pv)) != 0)
-        return status;
-    status = EXIT_TUNERUN;
+    int not_run = later ? 0 : check_command(cmd, path, shown, pv);
+    if (not_run != 0)
+        return not_run;
     if (sd->fd >= 0)
         registry_disown(sd);
     if (!open_registry(sd, &reg, REGISTRY_WRITE))
@@ -753,12 +752,11 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         registry_close(&reg);
         return EXIT_TUNERUN;
     }
-    if (later && (status = check_command(cmd, plan_env(&pl, "PATH"), shown, pv)) != 0) {
+    if (later && (not_run = check_command(cmd, plan_env(&pl, "PATH"), shown, pv)) != 0) {
         registry_close(&reg);
         plan_free(&pl);
-        return status;
+        return not_run;
     }
-    status = EXIT_TUNERUN;
     int error;
     struct step_result *res = xcalloc(pl.nsteps ? pl.nsteps : 1, sizeof(*res));
     struct yield y = {0};
@@ -903,6 +901,7 @@ static int list_services(const struct options *o, struct state_dir *sd)
 static bool load_topology(const struct options *o, struct topo *t, struct state_dir *sd)
 {
     struct err e;
+    bool unregistered = false; /* a read-only directory read for the cache alone */
     if (o->topology == NULL) {
         enum state_status st = state_dir_open(sd, o->state_dir, true, &e);
         if (st != STATE_OK && o->state_dir) {
@@ -916,8 +915,8 @@ static bool load_topology(const struct options *o, struct topo *t, struct state_
          * and plan says what it would do. A read-only --state-dir is a
          * launch's error, and plan and topo read it.
          */
-        bool unregistered = st == STATE_OK && sd->readonly &&
-                            (o->verb == VERB_RUN || (o->verb == VERB_PLAN && !o->state_dir));
+        unregistered = st == STATE_OK && sd->readonly &&
+                       (o->verb == VERB_RUN || (o->verb == VERB_PLAN && !o->state_dir));
         if (unregistered && o->state_dir) {
             log_error("--state-dir: state directory %s: %s", sd->path, strerror(EROFS));
             return false;
@@ -945,8 +944,7 @@ static bool load_topology(const struct options *o, struct topo *t, struct state_
         log_error("%s", e.msg);
     else if (t->cache_note)
         log_info("%s", t->cache_note);
-    if (sd->readonly && (o->verb == VERB_RUN || (o->verb == VERB_PLAN && !o->state_dir)) &&
-        sd->fd >= 0) {
+    if (unregistered && sd->fd >= 0) {
         close(sd->fd); /* the cache read, no registry: as if there were no directory */
         sd->fd = -1;
     }
