@@ -440,12 +440,12 @@ static const char *chain_with(struct loader *L, const char *via, const char *fil
 static void nest_error(struct err *e, const char *file, int line, const char *tok, const char *sub)
 {
     char *link = xasprintf("%s:%d: in include '%s': ", file, line, tok);
-    const char *rest = sub, *in, *end;
+    const char *rest = sub;
+    size_t first;
     bool cut = false;
     while (strlen(link) + strlen(rest) + 8 >= sizeof(e->msg) &&
-           (in = strstr(rest, ": in include '")) != NULL &&
-           (end = strstr(in + 14, "': ")) != NULL) {
-        rest = end + 3;
+           (first = first_link_len(rest)) > 0) {
+        rest += first;
         cut = true;
     }
     if (cut && strncmp(rest, "...: ", 5) == 0)
