@@ -846,31 +846,33 @@ static void choose_group(struct ctx *c, size_t want, size_t *out)
     size_t n = c->nrank;
     struct group_cost best = {~0UL, ~0UL, ~0UL, ~0UL, ~0UL};
     size_t *group = xcalloc(want, sizeof(size_t));
-    bool *in = xcalloc(n, sizeof(bool)), *apart = xcalloc(n, sizeof(bool)); /* by place */
-    unsigned long *to = xcalloc(n, sizeof(unsigned long)); /* round trips to the group */
-    for (size_t k = 0; k < n; k++)
-        apart[k] = hwloc_bitmap_isset(c->shunned_nodes, t->nodes[c->rank[k]].os_index);
+    bool *in = xcalloc(n, sizeof(bool));
+    /* by place in the ranking: what each node costs as a member, its round trips to the group */
+    struct group_cost *one = xcalloc(n, sizeof(*one));
+    for (size_t k = 0; k < n; k++) {
+        const struct topo_node *nd = &t->nodes[c->rank[k]];
+        one[k] = (struct group_cost){hwloc_bitmap_isset(c->shunned_nodes, nd->os_index), 0,
+                                     !nd->has_memory, k, k};
+    }
     for (size_t s = 0; s < n; s++) {
         memset(in, 0, n * sizeof(bool));
-        memset(to, 0, n * sizeof(unsigned long));
+        for (size_t j = 0; j < n; j++)
+            one[j].trips = 0;
         struct group_cost g = {0, 0, 0, 0, 0};
         for (size_t m = 0, k = s; m < want; m++) {
-            for (size_t j = 0; m > 0 && j < n; j++) {
-                struct group_cost cj = {apart[j], to[j], !t->nodes[c->rank[j]].has_memory, j, j},
-                                  ck = {apart[k], to[k], !t->nodes[c->rank[k]].has_memory, k, k};
-                if (!in[j] && (in[k] || group_cheaper(&cj, &ck)))
+            for (size_t j = 0; m > 0 && j < n; j++)
+                if (!in[j] && (in[k] || group_cheaper(&one[j], &one[k])))
                     k = j;
-            }
             in[k] = true;
             group[m] = c->rank[k];
-            g.apart += apart[k];
-            g.trips += to[k];
-            g.memless += !t->nodes[c->rank[k]].has_memory;
+            g.apart += one[k].apart;
+            g.trips += one[k].trips;
+            g.memless += one[k].memless;
             g.worst = k > g.worst ? k : g.worst;
             g.places += k;
             for (size_t j = 0; j < n; j++)
                 if (!in[j])
-                    to[j] += round_trip(t, c->rank[k], c->rank[j]);
+                    one[j].trips += round_trip(t, c->rank[k], c->rank[j]);
         }
         if (group_cheaper(&g, &best)) {
             best = g;
@@ -879,8 +881,7 @@ static void choose_group(struct ctx *c, size_t want, size_t *out)
     }
     free(group);
     free(in);
-    free(apart);
-    free(to);
+    free(one);
 }
 
 /* Whether the first `want` ranked nodes are exactly where it ran before (they rank first when
@@ -990,12 +991,13 @@ static void choose_nodes(struct ctx *c)
     } else if (want > 1) {
         char *list = bitmap_list(pl->nodes);
         bool apart = c->shunned_names && !hwloc_bitmap_intersects(pl->nodes, c->shunned_nodes);
+        bool flat = t->distance && flat_distances(c);
         note(pl, NOTE_INFO, "nodes %s: the closest group of %zu%s%s%s%s", list, want,
              apart ? " none of whose nodes holds " : "", apart ? c->shunned_names : "",
-             apart && t->distance && !flat_distances(c) ? "," : "",
-             !t->distance        ? " (no distance matrix: the best ranked)"
-             : flat_distances(c) ? " (the distance matrix puts them all alike: the best ranked)"
-                                 : " by the distance matrix");
+             apart && t->distance && !flat ? "," : "",
+             !t->distance ? " (no distance matrix: the best ranked)"
+             : flat       ? " (the distance matrix puts them all alike: the best ranked)"
+                          : " by the distance matrix");
         free(list);
     }
     if (c->near)
@@ -1542,15 +1544,16 @@ static void choose_memory(struct ctx *c)
                  "it (%.1f GiB%s)",
                  all, gib(want), gib(total), t->distance ? "nearest" : "roomiest", gib(grown),
                  t->distance ? "" : "; no distance matrix says which are nearest");
-            char w[32], g[32], *at = origin_str(p->placement.memory_size_at);
-            sizes_apart(w, g, sizeof(w), want, grown);
-            if (want > grown)
+            if (want > grown) {
+                char w[32], g[32], *at = origin_str(p->placement.memory_size_at);
+                sizes_apart(w, g, sizeof(w), want, grown);
                 note(pl, NOTE_WARN,
                      "memory_size %s (%s) is more than this whole machine holds (%s): the "
                      "service will swap or be killed (fix: a smaller memory_size, or a bigger "
                      "machine)",
                      w, at, g);
-            free(at);
+                free(at);
+            }
             free(all);
         }
         break;
