@@ -81,11 +81,17 @@ static void add(struct doc *d, const char *group, const char *id, enum severity 
     d->v[d->n++] = (struct finding){group, id, sev, observed, why, fix, persist};
 }
 
+/* Where path is under --root (as it is without one). */
+static void at_root(const struct doc *d, const char *path, char *full, size_t n)
+{
+    snprintf(full, n, "%.4000s%.4000s", strcmp(d->root, "/") == 0 ? "" : d->root, path);
+}
+
 /* Under --root every file is someone else's: a link to a device there is never opened. */
 static bool rd(const struct doc *d, const char *path, char *buf, size_t n)
 {
     char full[8192];
-    snprintf(full, sizeof(full), "%.4000s%.4000s", strcmp(d->root, "/") == 0 ? "" : d->root, path);
+    at_root(d, path, full, sizeof(full));
     return read_line_regular(full, buf, n);
 }
 
@@ -113,7 +119,7 @@ static int swap_areas(const struct doc *d)
 {
     char full[8192], *text = NULL;
     size_t len;
-    snprintf(full, sizeof(full), "%.4000s/proc/swaps", strcmp(d->root, "/") == 0 ? "" : d->root);
+    at_root(d, "/proc/swaps", full, sizeof(full));
     int fd = open_regular(full), areas = -1;
     if (fd >= 0 && read_fd_text(fd, 1 << 20, &text, &len) == 0 &&
         strncmp(text, "Filename", 8) == 0) {
@@ -654,7 +660,7 @@ static void check_container(struct doc *d)
         known = caps != NULL;
         cap_free(caps);
     } else {
-        snprintf(full, sizeof(full), "%s/proc/self/status", d->root);
+        at_root(d, "/proc/self/status", full, sizeof(full));
         f = fopen_regular(full);
         while (f && fgets(text, sizeof(text), f))
             if (sscanf(text, "CapEff: %llx", &eff) == 1)
@@ -666,7 +672,7 @@ static void check_container(struct doc *d)
         return;
     /* raising nofile needs CAP_SYS_RESOURCE only above the hard limit it inherits */
     long long hard = -1;
-    snprintf(full, sizeof(full), "%s/proc/self/limits", strcmp(d->root, "/") == 0 ? "" : d->root);
+    at_root(d, "/proc/self/limits", full, sizeof(full));
     f = fopen_regular(full);
     while (f && fgets(text, sizeof(text), f))
         if (strncmp(text, "Max open files", 14) == 0) {
