@@ -362,7 +362,6 @@ static bool new_topology(hwloc_topology_t *topo, bool host, unsigned long flags,
     return true;
 }
 
-/* An XML file or a synthetic description: for plan, topo and tests. */
 /* An hwloc XML export of the largest machines, PCI and all, is a few MiB. */
 #define XML_MAX (16 << 20)
 
@@ -426,6 +425,7 @@ static size_t synthetic_pus(const char *desc)
     return pus;
 }
 
+/* An XML file or a synthetic description: for plan, topo and tests. */
 static bool load_spec(const char *spec, struct topo *t, struct machine *m, struct err *e)
 {
     hwloc_topology_t topo;
