@@ -551,6 +551,24 @@ static bool depends(const struct claim *k, void *arg)
     return plan_depends_on(d->p, k) || (d->key && strcmp(k->key, d->key) == 0);
 }
 
+/*
+ * fs.nr_open, past which no one may raise nofile's hard limit, when the
+ * profile asks this machine for more than the hard limit tunerun has;
+ * else 0. Up to that limit nothing can exceed it, and a launch does not
+ * pay for the read.
+ */
+static long nofile_ceiling(const struct profile *p, const struct topo *t)
+{
+    const struct profile_limit *l = &p->limits[RLIMIT_NOFILE];
+    struct rlimit now;
+    char line[32];
+    if (!l->set || t->source != TOPO_HOST || getrlimit(RLIMIT_NOFILE, &now) != 0 ||
+        l->hard <= now.rlim_max || !read_line_file("/proc/sys/fs/nr_open", line, sizeof(line)))
+        return 0;
+    long v = strtol(line, NULL, 10);
+    return v > 0 ? v : 0;
+}
+
 static bool build_plan(struct plan *pl, struct profile *p, struct topo *t,
                        const struct state_dir *sd, struct registry *reg, const char *key,
                        const struct cgroup *cg, const struct privs *pv,
@@ -563,8 +581,8 @@ static bool build_plan(struct plan *pl, struct profile *p, struct topo *t,
     if (reg->pruned)
         log_info("registry: removed %zu claim%s of services that are gone", reg->pruned,
                  reg->pruned == 1 ? "" : "s");
-    struct plan_input in = {p,    t,  environ, sd->fd >= 0, reg->claims, reg->nclaims,
-                            NULL, cg, pv,      near};
+    struct plan_input in = {p,    t,  environ, sd->fd >= 0, reg->claims,         reg->nclaims,
+                            NULL, cg, pv,      near,        nofile_ceiling(p, t)};
     if (sd->fd >= 0 && key)
         in.previous = registry_previous(reg, key);
     if (!plan_build(pl, &in, &e)) {

@@ -164,6 +164,7 @@ struct ctx {
     int *claimed_on;              /* per node index: how many of its CPUs are claimed */
     int *claimed_cand;            /* ... and how many of its candidate CPUs */
     char *shunned_names;          /* for notes: "nginx" or "nginx, mysql" */
+    long nr_open;                 /* plan_input's */
     const struct claim *claims;
     size_t nclaims;
     const struct claim *prev; /* the placement this launch had before, when free now */
@@ -1818,6 +1819,16 @@ static void add_limit_steps(struct ctx *c)
         s->u.rlimit.resource = r;
         s->u.rlimit.soft = l->soft;
         s->u.rlimit.hard = l->hard;
+        if (r == RLIMIT_NOFILE && c->nr_open > 0 && l->hard > (rlim_t)c->nr_open) {
+            /* the kernel's ceiling for everyone, root with every capability included */
+            char *from = origin_str(l->at);
+            note(c->pl, NOTE_WARN,
+                 "nofile: %llu (%s) is more than this host's fs.nr_open (%ld), past which no "
+                 "process may raise it: the service gets at most the hard limit it inherits "
+                 "(fix: sysctl -w fs.nr_open=%llu, and the same in /etc/sysctl.d/)",
+                 (unsigned long long)l->hard, from, c->nr_open, (unsigned long long)l->hard);
+            free(from);
+        }
     }
     if (c->p->memory.oom_set) {
         char *at = origin_str(c->p->memory.oom_at);
@@ -2147,7 +2158,8 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     pl->mem_nodes = hwloc_bitmap_alloc();
     pl->nodeless = hwloc_bitmap_alloc();
 
-    struct ctx c = {.p = in->profile, .t = t, .pl = pl, .cgroup = in->cgroup};
+    struct ctx c = {
+        .p = in->profile, .t = t, .pl = pl, .cgroup = in->cgroup, .nr_open = in->nr_open};
     c.cand = hwloc_bitmap_alloc();
     hwloc_bitmap_and(c.cand, t->cpus, t->binding);
     if (hwloc_bitmap_iszero(c.cand)) {

@@ -50,7 +50,8 @@ int main(int argc, char **argv)
         return 2;
     }
     registry_check(&reg, NULL, NULL);
-    struct plan_input in = {&p, &t, environ, true, reg.claims, reg.nclaims, NULL, NULL, NULL, NULL};
+    struct plan_input in = {&p,   &t,   environ, true, reg.claims, reg.nclaims,
+                            NULL, NULL, NULL,    NULL, 0};
     if (!plan_build(&pl, &in, &e)) {
         fprintf(stderr, "claimer: %s\n", e.msg);
         return 2;
