@@ -47,6 +47,7 @@
 #include <fcntl.h>
 #include <hwloc.h>
 #include <numa.h>
+#include <numaif.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1095,11 +1096,12 @@ static void load_kinds(const struct machine *m, struct topo *t)
 
 /*
  * hwloc keeps only each node's total. libnuma reads total and free from the
- * node's meminfo, now: a cached topology may predate memory hotplug.
+ * node's meminfo, now: a cached topology may predate memory hotplug. A
+ * kernel without NUMA has no such file, and the sizes stay as they were.
  */
 static void load_memory(struct topo *t)
 {
-    if (t->source == TOPO_HOST && numa_available() >= 0)
+    if (t->source == TOPO_HOST)
         for (size_t i = 0; i < t->nnodes; i++) {
             long long freemem = 0;
             long long total = numa_node_size64((int)t->nodes[i].os_index, &freemem);
@@ -1116,22 +1118,27 @@ static void load_memory(struct topo *t)
 }
 
 /*
- * The nodes the kernel lets this process allocate on (its cpuset's, which
- * libnuma asks get_mempolicy(MPOL_F_MEMS_ALLOWED) for) narrow what the
- * cgroup files said. They are the truth where a cgroup namespace hides
- * whose files those are; the CPUs need no such check, as the affinity
- * already holds the process to its cpuset's.
+ * The nodes the kernel lets this process allocate on (its cpuset's:
+ * get_mempolicy(MPOL_F_MEMS_ALLOWED)) narrow what the cgroup files said.
+ * They are the truth where a cgroup namespace hides whose files those
+ * are; the CPUs need no such check, as the affinity already holds the
+ * process to its cpuset's. When the call fails, the cgroup's say stands:
+ * a kernel without NUMA, or a seccomp filter (Docker's default profile
+ * refuses get_mempolicy without CAP_SYS_NICE), must not leave no node at
+ * all. libnuma's numa_get_mems_allowed() would: it returns an empty set
+ * then, and prints its own line to stderr.
  */
 static void kernel_mems(hwloc_bitmap_t *allowed)
 {
-    struct bitmask *b = numa_available() >= 0 ? numa_get_mems_allowed() : NULL;
-    if (b == NULL)
+    /*
+     * Room for every node id the kernel may have, as it requires; maxnode
+     * is one more than the bits the mask holds, as libnuma passes it.
+     */
+    unsigned long mask[(BITMAP_MAX_INDEX + 1) / (8 * sizeof(unsigned long))] = {0};
+    if (get_mempolicy(NULL, mask, 8 * sizeof(mask) + 1, NULL, MPOL_F_MEMS_ALLOWED) != 0)
         return;
     hwloc_bitmap_t k = hwloc_bitmap_alloc();
-    for (unsigned long i = 0; i < b->size; i++)
-        if (numa_bitmask_isbitset(b, (unsigned)i))
-            hwloc_bitmap_set(k, (unsigned)i);
-    numa_bitmask_free(b);
+    hwloc_bitmap_from_ulongs(k, sizeof(mask) / sizeof(mask[0]), mask);
     if (*allowed) {
         hwloc_bitmap_and(*allowed, *allowed, k);
         hwloc_bitmap_free(k);

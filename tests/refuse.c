@@ -1,8 +1,9 @@
 /*
  * tests/refuse.c - run a command with some system calls refused (EPERM)
- * by a seccomp filter, as Docker's default profile refuses set_mempolicy
- * to a container without CAP_SYS_NICE, or a unit's SystemCallFilter=
- * with SystemCallErrorNumber=EPERM refuses @resources.
+ * by a seccomp filter, as Docker's default profile refuses get_mempolicy,
+ * set_mempolicy, mbind and set_mempolicy_home_node to a container without
+ * CAP_SYS_NICE, or a unit's SystemCallFilter= with
+ * SystemCallErrorNumber=EPERM refuses @resources.
  *
  *   refuse set_mempolicy[,sched_setaffinity] COMMAND [ARG]...
  *
@@ -32,6 +33,10 @@ static const struct {
     {"set_mempolicy", SYS_set_mempolicy},
     {"sched_setaffinity", SYS_sched_setaffinity},
     {"mbind", SYS_mbind},
+    {"get_mempolicy", SYS_get_mempolicy},
+#ifdef SYS_set_mempolicy_home_node
+    {"set_mempolicy_home_node", SYS_set_mempolicy_home_node},
+#endif
 };
 
 int main(int argc, char **argv)
