@@ -586,17 +586,31 @@ void cgroup_free(struct cgroup *cg)
 static char entered[4096], left_from[4096]; /* for cgroup_leave() */
 static bool left_v2;
 
-static int write_file(const char *dir, const char *file, const char *value)
+/* value into `file` of the cgroup directory open at dfd */
+static int write_at(int dfd, const char *file, const char *value)
 {
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", dir, file);
-    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = openat(dfd, file, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return errno;
     ssize_t w = write(fd, value, strlen(value));
     int error = w < 0 ? errno : 0;
     if (close(fd) < 0 && error == 0)
         error = errno;
+    return error;
+}
+
+static int open_dir(const char *dir)
+{
+    return open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+}
+
+static int write_file(const char *dir, const char *file, const char *value)
+{
+    int dfd = open_dir(dir);
+    if (dfd < 0)
+        return errno;
+    int error = write_at(dfd, file, value);
+    close(dfd);
     return error;
 }
 
@@ -610,19 +624,29 @@ static int write_file(const char *dir, const char *file, const char *value)
  * thread, and the exec that follows keeps this thread's cgroup. v2 has no
  * `tasks` for domain cgroups, so there it pays the grace period.
  */
-static int move_self(const char *dir, bool v2)
+static int move_self_at(int dfd, bool v2)
 {
     free(cgroup_cache); /* read again if asked: this process is about to move */
     cgroup_cache = NULL;
     if (!v2) {
-        int error = write_file(dir, "tasks", "0");
+        int error = write_at(dfd, "tasks", "0");
         /* a delegation may grant cgroup.procs alone (cgcreate -a without -t) */
         if (error != EACCES && error != EPERM && error != ENOENT)
             return error;
     }
     char pid[32];
     snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-    return write_file(dir, "cgroup.procs", pid);
+    return write_at(dfd, "cgroup.procs", pid);
+}
+
+static int move_self(const char *dir, bool v2)
+{
+    int dfd = open_dir(dir);
+    if (dfd < 0)
+        return errno;
+    int error = move_self_at(dfd, v2);
+    close(dfd);
+    return error;
 }
 
 /* Empty tunerun.* children of dir that services before this one left: rmdir keeps any in use. */
@@ -665,7 +689,11 @@ static void child_name(char *child, size_t n, const char *dir, const char *name,
         snprintf(child, n, "%s/tunerun.%s", dir, name);
 }
 
-static bool created; /* this launch made `entered` (cgroup_leave removes only that) */
+static bool created;  /* this launch made `entered` (cgroup_leave removes only that) */
+static uid_t made_by; /* who made the child, when that is why it was not entered */
+
+/* The step enter_once() names when the child is someone else's. */
+static const char not_ours[] = "owner";
 
 static int enter_once(const char *dir, const char *child, bool v2, int swappiness,
                       bool set_swap_max, uint64_t swap_max, const char **step, const char **in)
@@ -677,23 +705,39 @@ static int enter_once(const char *dir, const char *child, bool v2, int swappines
     created = mkdir(child, 0755) == 0;
     if (!created && errno != EEXIST)
         return errno;
-    /* a cgroupfs has no symlinks, but an existing name is checked, not trusted */
-    if (!created && lstat(child, &st) < 0)
-        return errno;
-    if (!created && !S_ISDIR(st.st_mode))
-        return ENOTDIR;
+    /*
+     * The child, found or made, must be this user's: one that whoever may
+     * write the parent (a delegated cgroup) made, or put in the place of
+     * ours, is theirs to set limits in, and the service would live by them
+     * (a memory limit is an OOM kill). Its owner is checked on the very
+     * directory the writes then go through; a cgroupfs has no symlinks,
+     * but an existing name is checked, not trusted.
+     */
+    int cfd = open_dir(child);
+    if (cfd < 0)
+        return errno == ELOOP ? ENOTDIR : errno;
+    int error = 0;
+    if (fstat(cfd, &st) < 0) {
+        error = errno;
+        goto out;
+    }
+    if (st.st_uid != geteuid()) {
+        made_by = st.st_uid;
+        *step = not_ours;
+        error = EPERM;
+        goto out;
+    }
     if (!v2 && swappiness >= 0) {
         /* v1: the value first (again, if the child was there), then the move */
         snprintf(value, sizeof(value), "%d", swappiness);
         *step = "memory.swappiness";
-        int error = write_file(child, *step, value);
-        if (error)
-            return error;
+        if ((error = write_at(cfd, *step, value)) != 0)
+            goto out;
     }
     *step = v2 ? "cgroup.procs" : "tasks";
-    int error = move_self(child, v2);
+    error = move_self_at(cfd, v2);
     if (error || !v2 || !set_swap_max)
-        return error;
+        goto out;
     /*
      * v2: a controller reaches a child only through its parent's
      * subtree_control, and a cgroup with processes may enable none (no
@@ -705,7 +749,7 @@ static int enter_once(const char *dir, const char *child, bool v2, int swappines
         *step = "cgroup.subtree_control";
         *in = dir;
         if ((error = write_file(dir, *step, "+memory")) != 0)
-            return error;
+            goto out;
     }
     *in = child;
     if (swap_max == UINT64_MAX)
@@ -713,7 +757,10 @@ static int enter_once(const char *dir, const char *child, bool v2, int swappines
     else
         snprintf(value, sizeof(value), "%llu", (unsigned long long)swap_max);
     *step = "memory.swap.max";
-    return write_file(child, *step, value);
+    error = write_at(cfd, *step, value);
+out:
+    close(cfd);
+    return error;
 }
 
 bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bool set_swap_max,
@@ -734,6 +781,13 @@ bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bo
     if (*error != 0) {
         /* back to where it was; on v2 a parent that now has +memory takes no process back */
         bool back = !lists_self(child) || move_self(dir, v2) == 0;
+        if (step == not_ours) {
+            snprintf(err, err_n,
+                     "%s: made by uid %u, not by tunerun's (uid %u): a cgroup another user "
+                     "can set limits in is not entered (remove it: rmdir %s)",
+                     in, (unsigned)made_by, (unsigned)geteuid(), in);
+            return false;
+        }
         snprintf(err, err_n, "%s/%s: %s%s%s", in, step, strerror(*error),
                  *error == EBUSY ? " (other processes share this cgroup: cgroup v2 lets a cgroup "
                                    "with processes enable no controller for its children)"
