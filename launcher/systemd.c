@@ -61,9 +61,11 @@ int systemd_version(void)
 
 /*
  * One ExecStart= word: quoted when it must be, with C escapes inside the
- * quotes, and % and $ doubled (systemd.service(5)).
+ * quotes, and % and $ doubled (systemd.service(5)). A path of
+ * ReadWritePaths= or ExecPaths= is read the same way but without $
+ * expansion: put_path().
  */
-static void put_word(FILE *f, const char *w)
+static void put_quoted(FILE *f, const char *w, bool dollars)
 {
     bool quote = *w == '\0' || strpbrk(w, " \"'\\;") != NULL;
     for (const char *c = w; *c; c++)
@@ -71,7 +73,7 @@ static void put_word(FILE *f, const char *w)
     if (quote)
         fputc('"', f);
     for (; *w; w++) {
-        if (*w == '%' || *w == '$')
+        if (*w == '%' || (dollars && *w == '$'))
             fputc(*w, f); /* %% and $$ */
         if (*w == '\n' || *w == '\r' || *w == '\t') {
             fprintf(f, "\\%c", *w == '\n' ? 'n' : *w == '\r' ? 'r' : 't');
@@ -87,6 +89,16 @@ static void put_word(FILE *f, const char *w)
     }
     if (quote)
         fputc('"', f);
+}
+
+static void put_word(FILE *f, const char *w)
+{
+    put_quoted(f, w, true);
+}
+
+static void put_path(FILE *f, const char *w)
+{
+    put_quoted(f, w, false);
 }
 
 static void put_limit(FILE *f, rlim_t v)
@@ -224,15 +236,17 @@ void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *
      * for a plain one (a SystemCallFilter= of a few calls would deny all else).
      */
     fputs("# If the unit is hardened, tunerun also needs (see contrib/systemd/):\n"
-          "#   ReadWritePaths=-",
+          "#   ReadWritePaths=",
           f);
-    /* a path as ReadWritePaths= reads it: no $ expansion there, unlike ExecStart= */
-    fputs(a->state_dir ? a->state_dir : "/run/tunerun", f);
+    /* quoted as a whole with its "-", escaped: a newline in it must not end the comment */
+    char *rw = xasprintf("-%s", a->state_dir ? a->state_dir : "/run/tunerun");
+    put_path(f, rw);
+    free(rw);
     fputs("\n"
           "#                                    its claims, under ProtectSystem=strict\n"
           "#   ExecPaths=",
           f);
-    put_word(f, a->tunerun);
+    put_path(f, a->tunerun);
     fputs("\n"
           "#                                    under NoExecPaths=/\n"
           "#   @resources in SystemCallFilter=  sched_setaffinity, set_mempolicy, setrlimit\n"
