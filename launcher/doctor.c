@@ -717,15 +717,34 @@ static void check_container(struct doc *d)
 
 /* ---- output --------------------------------------------------------------- */
 
+/*
+ * One line of the report: what a --root tree, a cgroup path or a process
+ * put into it is shown as text, its control characters escaped, never
+ * sent to the terminal as they are.
+ */
+static void put_line(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put_line(FILE *out, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *raw = xvasprintf(fmt, ap);
+    va_end(ap);
+    size_t n = ESCAPED_SIZE(strlen(raw));
+    char *shown = xcalloc(n, 1);
+    fprintf(out, "%s\n", str_unharmful(shown, n, raw));
+    free(shown);
+    free(raw);
+}
+
 static void print_text(FILE *out, const struct doc *d, enum severity worst)
 {
-    fprintf(out, "tunerun doctor%s%s: root %s, data %s%s\n", d->p ? " " : "",
-            d->p ? d->p->name : "", d->root, d->data_dir ? d->data_dir : "/",
-            d->data_dir == NULL ? " (none named)"
-            : d->data_from_near ? " (the profile's near)"
-                                : "");
+    put_line(out, "tunerun doctor%s%s: root %s, data %s%s", d->p ? " " : "", d->p ? d->p->name : "",
+             d->root, d->data_dir ? d->data_dir : "/",
+             d->data_dir == NULL ? " (none named)"
+             : d->data_from_near ? " (the profile's near)"
+                                 : "");
     if (d->p && d->p->fears) /* what the findings below are read against */
-        fprintf(out, "fears: %s\n", d->p->fears);
+        put_line(out, "fears: %s", d->p->fears);
     for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
         bool any = false;
         for (size_t i = 0; i < d->n; i++) {
@@ -735,13 +754,13 @@ static void print_text(FILE *out, const struct doc *d, enum severity worst)
             if (!any)
                 fprintf(out, "\n%s\n", groups[g][1]);
             any = true;
-            fprintf(out, "  %-4s  %-22s %s\n", sev_name(f->sev), f->id, f->observed);
+            put_line(out, "  %-4s  %-22s %s", sev_name(f->sev), f->id, f->observed);
             if (f->why)
-                fprintf(out, "        %-22s why: %s\n", "", f->why);
+                put_line(out, "        %-22s why: %s", "", f->why);
             if (f->fix)
-                fprintf(out, "        %-22s fix: %s\n", "", f->fix);
+                put_line(out, "        %-22s fix: %s", "", f->fix);
             if (f->persist)
-                fprintf(out, "        %-22s for good: %s\n", "", f->persist);
+                put_line(out, "        %-22s for good: %s", "", f->persist);
         }
     }
     fprintf(out, "\nworst: %s\n", sev_name(worst));
@@ -806,6 +825,11 @@ static bool usable(const char *root, const char *data_dir)
         }
     }
     bool here = root == NULL || strcmp(root, "/") == 0;
+    /* someone else's tree: its links lead nowhere outside it, its files are of a sane size */
+    if (!here && !open_inert_within(root)) {
+        log_error("--root %s: %s", root, strerror(errno));
+        return false;
+    }
     if (data_dir && here && !is_dir(data_dir, why, sizeof(why))) {
         log_error("--data-dir %s: %s", data_dir, why);
         return false;

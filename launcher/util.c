@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -149,6 +150,38 @@ int read_fd_text(int fd, size_t max, char **text, size_t *len)
     return 0;
 }
 
+/* open_inert_within()'s directory, as its real path; NULL: anywhere */
+static char *within;
+
+bool open_inert_within(const char *dir)
+{
+    free(within);
+    within = realpath(dir, NULL);
+    return within != NULL;
+}
+
+/*
+ * Whether the file open at `at` (an O_PATH descriptor) is one open_inert()
+ * may read: under open_inert_within()'s directory as the kernel resolved
+ * it, links in the tree included, and no larger than any file a host's
+ * /proc or /sys holds (a sparse file of terabytes would keep a line by
+ * line reader busy for hours).
+ */
+static bool inside(int at, const struct stat *st)
+{
+    if (within == NULL || strcmp(within, "/") == 0)
+        return true;
+    char self[64], real[PATH_MAX];
+    snprintf(self, sizeof(self), "/proc/self/fd/%d", at);
+    ssize_t n = readlink(self, real, sizeof(real) - 1);
+    if (n < 0)
+        return false; /* without /proc, nothing says where it is: not read */
+    real[n] = '\0';
+    size_t w = strlen(within);
+    return strncmp(real, within, w) == 0 && (real[w] == '/' || real[w] == '\0') &&
+           (!S_ISREG(st->st_mode) || (unsigned long)st->st_size <= INERT_MAX);
+}
+
 int open_inert(const char *path, bool dirs)
 {
     /*
@@ -160,7 +193,8 @@ int open_inert(const char *path, bool dirs)
     struct stat st;
     if (at < 0)
         return -1;
-    if (fstat(at, &st) < 0 || !(S_ISREG(st.st_mode) || (dirs && S_ISDIR(st.st_mode)))) {
+    if (fstat(at, &st) < 0 || !(S_ISREG(st.st_mode) || (dirs && S_ISDIR(st.st_mode))) ||
+        !inside(at, &st)) {
         close(at);
         errno = EINVAL;
         return -1;
