@@ -75,10 +75,6 @@ static void look_at(struct ps_proc *pr, const struct claim *c)
 {
     struct pid_list tids;
     proc_comm(pr->pid, pr->comm, sizeof(pr->comm));
-    for (char *s = pr->comm; *s;
-         s++) /* a process names itself: no escape sequences to the terminal */
-        if ((unsigned char)*s < 0x20 || *s == 0x7f)
-            *s = '?';
     pr->pages_elsewhere = -1;
     if (!procs_threads(pr->pid, &tids))
         return;
@@ -179,7 +175,10 @@ static void print_text(FILE *f, const struct state_dir *sd, const struct ps_clai
             fprintf(f, "  held by processes in another pid namespace (claim %s)\n", c->file);
         for (size_t k = 0; k < pc->nprocs; k++) {
             const struct ps_proc *pr = &pc->procs[k];
-            fprintf(f, "  pid %ld %s: %zu thread%s", pr->pid, pr->comm, pr->nthreads,
+            /* a process names itself: escaped, so that it sends the terminal nothing */
+            char comm[ESCAPED_SIZE(sizeof(pr->comm))];
+            fprintf(f, "  pid %ld %s: %zu thread%s", pr->pid,
+                    str_escaped(comm, sizeof(comm), pr->comm, sizeof(pr->comm)), pr->nthreads,
                     pr->nthreads == 1 ? "" : "s");
             if (pr->nescaped)
                 fprintf(f, ", %zu outside the claim's CPUs", pr->nescaped);
