@@ -301,7 +301,7 @@ static bool cgroup_namespaced(void)
     return stat("/proc/self/ns/cgroup", &st) == 0 && st.st_ino != 0xEFFFFFFBu;
 }
 
-static bool in_container(void)
+bool cgroup_in_container(void)
 {
     const char *c = getenv("container");
     if ((c && *c) || access("/.dockerenv", F_OK) == 0 || access("/run/.containerenv", F_OK) == 0)
@@ -446,7 +446,7 @@ void cgroup_detect(struct cgroup *cg, bool limit)
 {
     memset(cg, 0, sizeof(*cg));
     cg->mode = detect_mode();
-    cg->container = in_container();
+    cg->container = cgroup_in_container();
     cg->owner = CG_OWN_MISSING;
     if (cg->mode == CG_NONE) {
         snprintf(cg->why, sizeof(cg->why), "no cgroup filesystem at /sys/fs/cgroup");

@@ -52,6 +52,8 @@ struct cgroup {
  * for a plan to show, or a JVM to size); they are 0 otherwise.
  */
 void cgroup_detect(struct cgroup *cg, bool limit);
+/* Signs of a container: $container, /.dockerenv, /run/.containerenv, a cgroup namespace. */
+bool cgroup_in_container(void);
 void cgroup_free(struct cgroup *cg);
 
 static inline bool cgroup_writable(const struct cgroup *cg)

@@ -41,8 +41,9 @@ struct doc {
     bool data_from_near; /* data_dir is the profile's near, not --data-dir */
     struct finding *v;
     size_t n;
-    char disk[64]; /* the data directory's disk, once check_io() found it */
-    bool spinning; /* ... and whether it is a spinning one */
+    char disk[64];  /* the data directory's disk, once check_io() found it */
+    bool spinning;  /* ... and whether it is a spinning one */
+    bool container; /* audited from inside a container: the host's settings are not its own */
 };
 
 /* The seed's order: CPU first, then NUMA, memory, IO, connections, the container. */
@@ -73,10 +74,40 @@ static char *fmt(const char *f, ...)
     return s;
 }
 
+/*
+ * A fix of the host's, seen from inside a container: the kernel's
+ * settings, sysfs and the disks are the host's, which nothing in the
+ * container may change (sysctl -w fails there, a sysctl.d file in the image
+ * does nothing). Said so; somaxconn is the container's own network
+ * namespace's, which the runtime sets.
+ */
+static void host_fix(const char *id, char **fix, char **persist)
+{
+    if (strcmp(id, "net.somaxconn") == 0) {
+        free(*fix);
+        free(*persist);
+        *fix = xstrdup("docker run --sysctl net.core.somaxconn=4096 (each container has its own "
+                       "network namespace)");
+        *persist = xstrdup("net.core.somaxconn: 4096 under sysctls: in the compose file, or in "
+                           "the pod's securityContext.sysctls");
+        return;
+    }
+    char *f = xasprintf("on the host, not in this container: %s", *fix);
+    free(*fix);
+    *fix = f;
+    if (*persist) {
+        char *p = xasprintf("on the host: %s", *persist);
+        free(*persist);
+        *persist = p;
+    }
+}
+
 /* Findings take ownership of the strings (NULL for no fix). */
 static void add(struct doc *d, const char *group, const char *id, enum severity sev, char *observed,
                 char *why, char *fix, char *persist)
 {
+    if (d->container && fix && strcmp(group, "container") != 0)
+        host_fix(id, &fix, &persist);
     d->v = xrealloc(d->v, (d->n + 1) * sizeof(*d->v));
     d->v[d->n++] = (struct finding){group, id, sev, observed, why, fix, persist};
 }
@@ -865,6 +896,9 @@ int doctor_run(FILE *out, const char *root, const struct profile *p, const char 
                     .p = p,
                     .data_dir = from_near ? near : data_dir,
                     .data_from_near = from_near};
+    char mark[8192];
+    at_root(&d, "/.dockerenv", mark, sizeof(mark));
+    d.container = here ? cgroup_in_container() : access(mark, F_OK) == 0;
     check_cpu(&d);
     check_numa(&d);
     check_io(&d); /* before memory: the dirty pages are judged against this disk */
