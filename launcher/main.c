@@ -951,9 +951,14 @@ static bool load_topology(const struct options *o, struct topo *t, struct state_
         else if (st == STATE_UNAVAILABLE && geteuid() == 0)
             /* root's services are the ones others must know of: a unit's read-only /run */
             log_warn("%s; this service is not registered, so services started later do not "
-                     "know of it (fix: the tmpfiles.d entry tunerun installs creates it at "
-                     "boot; a unit with ProtectSystem=strict needs ReadWritePaths=/run/tunerun)",
-                     e.msg);
+                     "know of it (fix: %s)",
+                     e.msg,
+                     cgroup_in_container()
+                         ? "a writable /run in the container: docker run --tmpfs /run, a pod's "
+                           "emptyDir volume there, or --state-dir on a volume the containers "
+                           "that must know of each other share"
+                         : "the tmpfiles.d entry tunerun installs creates it at boot; a unit "
+                           "with ProtectSystem=strict needs ReadWritePaths=/run/tunerun");
         else if (st == STATE_UNAVAILABLE)
             log_info("%s", e.msg);
     }
