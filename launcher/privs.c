@@ -364,24 +364,41 @@ static int preflight(const struct privs *pv, char *err, size_t n)
                        pv->caps_at, name);
         cap_free(name);
     }
-    if (r == 0 && drop_bound && !have(caps, CAP_SETPCAP, CAP_EFFECTIVE))
-        r = refuse(err, n, "%s: reducing the bounding set needs CAP_SETPCAP, which tunerun lacks",
-                   pv->caps_at);
+    /* what the drop needs and tunerun lacks, named at once: one fix, not three runs */
     uid_t ruid, euid, suid;
     gid_t rgid, egid, sgid;
-    if (r == 0 && pv->change_id) {
-        if (getresuid(&ruid, &euid, &suid) < 0 || getresgid(&rgid, &egid, &sgid) < 0)
-            r = fail(err, n, "getresuid");
-        else if ((ruid != pv->uid || euid != pv->uid || suid != pv->uid) &&
-                 !have(caps, CAP_SETUID, CAP_EFFECTIVE))
-            r = refuse(err, n, "%s: becoming %s needs CAP_SETUID, which tunerun lacks", pv->user_at,
-                       pv->user);
-        else if ((rgid != pv->gid || egid != pv->gid || sgid != pv->gid ||
-                  !groups_are(pv->groups, pv->ngroups)) &&
-                 !have(caps, CAP_SETGID, CAP_EFFECTIVE))
-            r = refuse(err, n, "%s: taking the groups of %s needs CAP_SETGID, which tunerun lacks",
-                       pv->user_at, pv->user);
+    bool ids = getresuid(&ruid, &euid, &suid) == 0 && getresgid(&rgid, &egid, &sgid) == 0;
+    if (r == 0 && !ids)
+        r = fail(err, n, "getresuid");
+    char lacks[256] = "";
+    const char *at = pv->caps_at;
+    if (r == 0 && drop_bound && !have(caps, CAP_SETPCAP, CAP_EFFECTIVE))
+        snprintf(lacks, sizeof(lacks), "reducing the bounding set needs CAP_SETPCAP");
+    if (r == 0 && pv->change_id && (ruid != pv->uid || euid != pv->uid || suid != pv->uid) &&
+        !have(caps, CAP_SETUID, CAP_EFFECTIVE)) {
+        size_t k = strlen(lacks);
+        snprintf(lacks + k, sizeof(lacks) - k, "%sbecoming %s needs CAP_SETUID", k ? ", " : "",
+                 pv->user);
+        at = pv->user_at;
     }
+    if (r == 0 && pv->change_id &&
+        (rgid != pv->gid || egid != pv->gid || sgid != pv->gid ||
+         !groups_are(pv->groups, pv->ngroups)) &&
+        !have(caps, CAP_SETGID, CAP_EFFECTIVE)) {
+        size_t k = strlen(lacks);
+        snprintf(lacks + k, sizeof(lacks) - k, "%staking the groups of %s needs CAP_SETGID",
+                 k ? ", " : "", pv->user);
+        at = pv->user_at;
+    }
+    if (r == 0 && lacks[0] && euid != 0)
+        /* docker run --user, a pod's runAsUser, a unit's User=: the runtime made the change */
+        r = refuse(err, n,
+                   "%s: %s, which tunerun lacks: it runs as uid %u, not as root (fix: start it "
+                   "as root and let [security] drop to %s; where the container or unit already "
+                   "runs it as that user, leave security.user and keep_caps unset)",
+                   at, lacks, (unsigned)euid, pv->change_id ? pv->user : "the service's user");
+    else if (r == 0 && lacks[0])
+        r = refuse(err, n, "%s: %s, which tunerun lacks", at, lacks);
     int bits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
     if (r == 0 && pv->keep && bits >= 0 && (bits & SECBIT_NO_CAP_AMBIENT_RAISE))
         r = refuse(err, n,
