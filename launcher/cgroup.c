@@ -506,19 +506,6 @@ void cgroup_detect(struct cgroup *cg, bool limit)
     } else {
         cg->owner = cg->unit[0] ? CG_OWN_DELEGATED : CG_OWN_HOST;
     }
-    /*
-     * v1, where tunerun cannot make the swap policy itself: a memory+swap
-     * limit equal to the memory limit (docker run --memory-swap equal to
-     * --memory) already gives the cgroup no swap: the planner takes that
-     * for the policy. Read only then: a launch that sets its own pays
-     * nothing.
-     */
-    uint64_t mem, memsw;
-    bool m1, m2;
-    cg->swap_off = !cg->v2 && !cgroup_writable(cg) &&
-                   read_u64(cg->dir, "memory.limit_in_bytes", &mem, &m1) &&
-                   read_u64(cg->dir, "memory.memsw.limit_in_bytes", &memsw, &m2) && !m1 && !m2 &&
-                   mem == memsw && mem < (1ULL << 62); /* below v1's "no limit" */
 out:
     free(point);
     free(root);

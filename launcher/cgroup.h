@@ -42,7 +42,6 @@ struct cgroup {
     int swappiness; /* v1: this cgroup's memory.swappiness now */
     bool swap_max_known;
     uint64_t swap_max; /* v2: its memory.swap.max now (UINT64_MAX: max) */
-    bool swap_off;     /* v1, not writable: memory.memsw.limit_in_bytes is the memory limit */
     char why[512];     /* why it may not be written, for messages */
 };
 

@@ -1774,14 +1774,6 @@ static void add_swap_steps(struct ctx *c, const struct cgroup *cg)
             note(c->pl, NOTE_INFO, "swap: memory.swap.max is %s here already", size);
         return;
     }
-    /* v1's alone (it is where swappiness applies): no swap is all a swappiness can ask */
-    if (!cgroup_writable(cg) && cg->swap_off) {
-        note(c->pl, NOTE_INFO,
-             "swap: none for this cgroup already (its memory.memsw.limit_in_bytes is its memory "
-             "limit), which is all the profile asks; %s, so nothing more is set",
-             cg->why);
-        return;
-    }
     if (!cgroup_writable(cg)) {
         char *fix = swap_fix(p, cg);
         note(c->pl, NOTE_WARN, "swap: %s; the service's swap policy is not set (%s)", cg->why, fix);

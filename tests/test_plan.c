@@ -1121,17 +1121,6 @@ static void test_swap_policy(void **state)
     assert_true(plan_build(&pl, &in, &e));
     assert_true(pl.degraded);
     plan_free(&pl);
-    /* ... or no swap at all (docker run --memory-swap equal to --memory): nothing to fix */
-    box.swap_off = true;
-    assert_true(plan_build(&pl, &in, &e));
-    assert_false(pl.degraded);
-    assert_null(find_step(&pl, STEP_CGROUP));
-    bool none = false;
-    for (size_t i = 0; i < pl.nnotes; i++)
-        none |= pl.notes[i].level == NOTE_INFO &&
-                strstr(pl.notes[i].text, "swap: none for this cgroup already") != NULL;
-    assert_true(none);
-    plan_free(&pl);
     /* v2: redis gets memory.swap.max = 0; its swappiness is covered, not warned */
     in.profile = &redis;
     in.cgroup = &v2;
