@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,36 +152,71 @@ int read_fd_text(int fd, size_t max, char **text, size_t *len)
     return 0;
 }
 
-/* open_inert_within()'s directory, as its real path; NULL: anywhere */
-static char *within;
+/*
+ * open_inert_within()'s directory: open, as named (the prefix of the paths
+ * that name files in it), and as its real path for kernels without
+ * openat2(2).
+ */
+static int within_fd = -1;
+static char *within_name, *within;
 
 bool open_inert_within(const char *dir)
 {
-    free(within);
-    within = realpath(dir, NULL);
-    return within != NULL;
+    int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    char *real = realpath(dir, NULL);
+    if (real == NULL) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return false;
+    }
+    within_fd = fd;
+    within_name = xstrdup(dir);
+    within = real;
+    return true;
 }
 
 /*
- * Whether the file open at `at` (an O_PATH descriptor) is one open_inert()
- * may read: under open_inert_within()'s directory as the kernel resolved
- * it, links in the tree included, and no larger than any file a host's
- * /proc or /sys holds (a sparse file of terabytes would keep a line by
- * line reader busy for hours).
+ * An O_PATH descriptor of path. A path in open_inert_within()'s directory
+ * is resolved inside it, as if it were / (RESOLVE_IN_ROOT): no link there,
+ * absolute or by "..", leads out of it, whatever the directory is (a
+ * container's /proc/PID/root, whose real path is "/", included). Before
+ * openat2 (Linux 5.6) the path is opened by name and kept only when its
+ * real path lies under the directory's, which is the same where that is
+ * not "/".
  */
-static bool inside(int at, const struct stat *st)
+static int open_path(const char *path)
 {
-    if (within == NULL || strcmp(within, "/") == 0)
-        return true;
+    size_t n = within_name ? strlen(within_name) : 0;
+    if (within_fd < 0 || strncmp(path, within_name, n) != 0 ||
+        (path[n] != '/' && path[n] != '\0' && within_name[n - 1] != '/'))
+        return open(path, O_PATH | O_CLOEXEC);
+    const char *rest = path + n;
+    while (*rest == '/')
+        rest++;
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+                           .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+    int fd = (int)syscall(SYS_openat2, within_fd, *rest ? rest : ".", &how, sizeof(how));
+    if (fd >= 0 || errno != ENOSYS)
+        return fd;
     char self[64], real[PATH_MAX];
-    snprintf(self, sizeof(self), "/proc/self/fd/%d", at);
-    ssize_t n = readlink(self, real, sizeof(real) - 1);
-    if (n < 0)
-        return false; /* without /proc, nothing says where it is: not read */
-    real[n] = '\0';
+    if ((fd = open(path, O_PATH | O_CLOEXEC)) < 0)
+        return -1;
+    snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+    ssize_t len = readlink(self, real, sizeof(real) - 1);
     size_t w = strlen(within);
-    return strncmp(real, within, w) == 0 && (real[w] == '/' || real[w] == '\0') &&
-           (!S_ISREG(st->st_mode) || (unsigned long)st->st_size <= INERT_MAX);
+    if (len >= 0)
+        real[len] = '\0';
+    /* without /proc nothing says where it is, and under "/" nothing can: not read */
+    if (len < 0 || strcmp(within, "/") == 0 || strncmp(real, within, w) != 0 ||
+        (real[w] != '/' && real[w] != '\0')) {
+        close(fd);
+        errno = EXDEV;
+        return -1;
+    }
+    return fd;
 }
 
 int open_inert(const char *path, bool dirs)
@@ -189,12 +226,17 @@ int open_inert(const char *path, bool dirs)
      * reopened through /proc, which opens that very inode: no name can be
      * swapped for a device between the check and the open.
      */
-    int at = open(path, O_PATH | O_CLOEXEC);
+    int at = open_path(path);
     struct stat st;
     if (at < 0)
         return -1;
+    /*
+     * In open_inert_within()'s tree, someone else's, no file larger than
+     * any a host's /proc or /sys holds: a sparse file of terabytes would
+     * keep a line by line reader busy for hours.
+     */
     if (fstat(at, &st) < 0 || !(S_ISREG(st.st_mode) || (dirs && S_ISDIR(st.st_mode))) ||
-        !inside(at, &st)) {
+        (within_fd >= 0 && S_ISREG(st.st_mode) && (unsigned long)st.st_size > INERT_MAX)) {
         close(at);
         errno = EINVAL;
         return -1;

@@ -83,11 +83,11 @@ bool read_line_file(const char *path, char *buf, size_t n);
 int open_inert(const char *path, bool dirs);
 int open_regular(const char *path); /* open_inert(path, false) */
 /*
- * From now on, open_inert() opens only what lies under dir as the kernel
- * resolves it (its real path; a link in the tree that leads out of it is
- * refused), and no regular file above INERT_MAX bytes: doctor's --root, a
- * tree someone else may have made. False, with errno, when dir has no
- * real path.
+ * From now on, open_inert() resolves a path under dir (as named) inside
+ * dir, as if it were / (openat2's RESOLVE_IN_ROOT: no link in the tree
+ * leads out of it), and opens no regular file above INERT_MAX bytes:
+ * doctor's --root, a tree someone else may have made. False, with errno,
+ * when dir cannot be opened.
  */
 bool open_inert_within(const char *dir);
 #define INERT_MAX (16UL << 20)
