@@ -1822,11 +1822,18 @@ static void add_limit_steps(struct ctx *c)
         if (r == RLIMIT_NOFILE && c->nr_open > 0 && l->hard > (rlim_t)c->nr_open) {
             /* the kernel's ceiling for everyone, root with every capability included */
             char *from = origin_str(l->at);
+            char *then = c->cgroup && c->cgroup->container /* the sysctl is the host's */
+                             ? xasprintf("; then docker run --ulimit nofile=%llu:%llu",
+                                         (unsigned long long)l->soft, (unsigned long long)l->hard)
+                             : xstrdup("");
             note(c->pl, NOTE_WARN,
                  "nofile: %llu (%s) is more than this host's fs.nr_open (%ld), past which no "
                  "process may raise it: the service gets at most the hard limit it inherits "
-                 "(fix: sysctl -w fs.nr_open=%llu, and the same in /etc/sysctl.d/)",
-                 (unsigned long long)l->hard, from, c->nr_open, (unsigned long long)l->hard);
+                 "(fix: %ssysctl -w fs.nr_open=%llu, and the same in /etc/sysctl.d/%s)",
+                 (unsigned long long)l->hard, from, c->nr_open,
+                 then[0] ? "on the host, not in this container: " : "", (unsigned long long)l->hard,
+                 then);
+            free(then);
             free(from);
         }
     }

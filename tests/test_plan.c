@@ -1060,6 +1060,19 @@ static void test_reasons_fit_any_profile(void **state)
     assert_true(said);
     assert_non_null(find_step(&pl, STEP_RLIMIT)); /* tried all the same: the soft limit may rise */
     plan_free(&pl);
+    /* in a container the sysctl is the host's, and the limit the runtime's */
+    struct cgroup boxed = v1;
+    boxed.container = true;
+    in.cgroup = &boxed;
+    assert_true(plan_build(&pl, &in, &e));
+    said = false;
+    for (size_t i = 0; i < pl.nnotes; i++)
+        said = said || strstr(pl.notes[i].text,
+                              "fix: on the host, not in this container: sysctl -w fs.nr_open=4096, "
+                              "and the same in /etc/sysctl.d/; then docker run --ulimit "
+                              "nofile=4096:4096)");
+    assert_true(said);
+    plan_free(&pl);
     profile_free(&p);
     topo_free(&t);
 }
