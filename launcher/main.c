@@ -975,6 +975,29 @@ static bool load_topology(const struct options *o, struct topo *t, struct state_
 }
 
 /*
+ * The drop-in's ExecStart= names this binary, which systemd then runs as
+ * root at every start of the unit: one that someone else may replace (a
+ * build tree of a user's) is said, as the profile's trust walk would.
+ */
+static void warn_untrusted_binary(const char *exe)
+{
+    char at[4096];
+    struct stat st;
+    const char *why = NULL;
+    if (stat(exe, &st) == 0 && (st.st_uid != 0 || (st.st_mode & 022))) {
+        why = st.st_uid != 0 ? "belongs to another user" : "is writable by group or others";
+        snprintf(at, sizeof(at), "%s", exe);
+    } else {
+        why = path_untrusted_way(exe, 0, at, sizeof(at));
+    }
+    if (why)
+        log_warn("ExecStart= names %s, and %s %s: whoever may change it runs as root at every "
+                 "start of the unit (fix: make install, and print the drop-in with the "
+                 "installed tunerun)",
+                 exe, at, why);
+}
+
+/*
  * A plan, a unit drop-in or a listing that did not reach its file (a full
  * disk, a closed stdout) is a failure, not a success, as coreutils has it.
  * A verb that failed (125) has said why already.
@@ -1085,6 +1108,8 @@ int main(int argc, char **argv)
     if (o.verb == VERB_SYSTEMD) {
         char exe[PATH_MAX];
         bool known = self_exe(exe);
+        if (known)
+            warn_untrusted_binary(exe);
         char *file = o.profile_file ? realpath(o.profile_file, NULL) : NULL;
         /* the unit's tunerun runs elsewhere: a state directory by its absolute path */
         char *dir = o.state_dir ? realpath(o.state_dir, NULL) : NULL;
