@@ -572,7 +572,7 @@ static long nofile_ceiling(const struct profile *p, const struct topo *t)
 static bool build_plan(struct plan *pl, struct profile *p, struct topo *t,
                        const struct state_dir *sd, struct registry *reg, const char *key,
                        const struct cgroup *cg, const struct privs *pv,
-                       const struct plan_near *near)
+                       const struct plan_near *near, const char *privs_refused)
 {
     struct err e;
     struct depends d = {p, key};
@@ -581,8 +581,8 @@ static bool build_plan(struct plan *pl, struct profile *p, struct topo *t,
     if (reg->pruned)
         log_info("registry: removed %zu claim%s of services that are gone", reg->pruned,
                  reg->pruned == 1 ? "" : "s");
-    struct plan_input in = {p,    t,  environ, sd->fd >= 0, reg->claims,         reg->nclaims,
-                            NULL, cg, pv,      near,        nofile_ceiling(p, t)};
+    struct plan_input in = {p,    t,  environ, sd->fd >= 0, reg->claims,          reg->nclaims,
+                            NULL, cg, pv,      near,        nofile_ceiling(p, t), privs_refused};
     if (sd->fd >= 0 && key)
         in.previous = registry_previous(reg, key);
     if (!plan_build(pl, &in, &e)) {
@@ -766,7 +766,8 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         registry_disown(sd);
     if (!open_registry(sd, &reg, REGISTRY_WRITE))
         return EXIT_TUNERUN;
-    if (!build_plan(&pl, p, t, sd, &reg, key, cg, pv, near)) {
+    /* the drop's own refusal comes as an error at the drop: not said twice */
+    if (!build_plan(&pl, p, t, sd, &reg, key, cg, pv, near, NULL)) {
         registry_close(&reg);
         return EXIT_TUNERUN;
     }
@@ -872,7 +873,11 @@ static int show_plan(const struct options *o, struct profile *p, struct topo *t,
     /* shared and read-only: a plan prunes nothing and writes no claim */
     if (!open_registry(sd, &reg, REGISTRY_READ))
         return EXIT_TUNERUN;
-    bool built = build_plan(&pl, p, t, sd, &reg, o->command ? key : NULL, cg, pv, near);
+    /* what a launch from here would refuse at the drop, said ahead (another machine's: not) */
+    char refused[1024];
+    bool no_drop = pv && !o->topology && privs_check(pv, refused, sizeof(refused)) != 0;
+    bool built = build_plan(&pl, p, t, sd, &reg, o->command ? key : NULL, cg, pv, near,
+                            no_drop ? refused : NULL);
     registry_close(&reg);
     if (!built)
         return EXIT_TUNERUN;

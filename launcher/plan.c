@@ -2156,6 +2156,9 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     pl->cgroup = in->cgroup;
     pl->privs = in->privs;
     pl->near = in->profile->placement.near ? in->near : NULL;
+    if (in->privs_refused)
+        note(pl, NOTE_WARN, "privileges: %s; a launch from here refuses to execute (exit 125)",
+             in->privs_refused);
     if (in->privs && in->privs->caps && (!in->privs->change_id || in->privs->uid == 0))
         note(pl, NOTE_INFO,
              "security: the service keeps uid 0: with fewer capabilities it still owns root's "

@@ -685,6 +685,11 @@ static int verify_caps(const struct privs *pv, char *err, size_t n)
     return r;
 }
 
+int privs_check(const struct privs *pv, char *err, size_t n)
+{
+    return preflight(pv, err, n);
+}
+
 int privs_drop(const struct privs *pv, const char *command, bool *changed, int *exec_error,
                char *err, size_t n)
 {

@@ -66,6 +66,13 @@ char *privs_cap_list(uint64_t mask);
  * remove its root-owned claim and cgroup), *exec_error, when not 0, that
  * the command is what failed, with the errno execvp() would give.
  */
+/*
+ * Whether this process could make the drop: 0, or non-zero with err holding
+ * why not (what privs_drop() would refuse with before changing anything).
+ * For plan, which says so without changing anything.
+ */
+int privs_check(const struct privs *pv, char *err, size_t n);
+
 int privs_drop(const struct privs *pv, const char *command, bool *changed, int *exec_error,
                char *err, size_t n);
 

@@ -65,7 +65,7 @@ static struct plan make_plan(const struct profile *p, const struct topo *t, char
 {
     struct plan pl;
     struct err e;
-    struct plan_input in = {p, t, env, false, NULL, 0, NULL, NULL, NULL, NULL, 0};
+    struct plan_input in = {p, t, env, false, NULL, 0, NULL, NULL, NULL, NULL, 0, NULL};
     if (!plan_build(&pl, &in, &e))
         fail_msg("%s", e.msg);
     return pl;
@@ -292,7 +292,7 @@ static void test_inherited_affinity_is_never_widened(void **state)
     struct profile p = load_profile("mysql", NULL);
     struct plan pl;
     struct err e;
-    struct plan_input in = {&p, &t, NULL, false, NULL, 0, NULL, NULL, NULL, NULL, 0};
+    struct plan_input in = {&p, &t, NULL, false, NULL, 0, NULL, NULL, NULL, NULL, 0, NULL};
     assert_false(plan_build(&pl, &in, &e));
     assert_non_null(strstr(e.msg, "inherited affinity"));
     profile_free(&p);
@@ -784,7 +784,7 @@ static void test_derived_environment(void **state)
         struct cgroup cg = {
             .mode = CG_UNIFIED, .v2 = true, .owner = CG_OWN_HOST, .mem_limit = 512ULL << 20};
         struct profile java = load_profile("java", NULL);
-        struct plan_input in = {&java, &t, NULL, false, NULL, 0, NULL, &cg, NULL, NULL, 0};
+        struct plan_input in = {&java, &t, NULL, false, NULL, 0, NULL, &cg, NULL, NULL, 0, NULL};
         struct err e;
         struct plan capped;
         assert_true(plan_build(&capped, &in, &e));
@@ -972,7 +972,7 @@ static struct plan plan_with(const struct profile *p, const struct topo *t, stru
 {
     struct plan pl;
     struct err e;
-    struct plan_input in = {p, t, NULL, true, k, n, NULL, NULL, NULL, NULL, 0};
+    struct plan_input in = {p, t, NULL, true, k, n, NULL, NULL, NULL, NULL, 0, NULL};
     if (!plan_build(&pl, &in, &e))
         fail_msg("%s", e.msg);
     return pl;
@@ -1015,7 +1015,8 @@ static void test_reasons_fit_any_profile(void **state)
     for (size_t i = 0; i < sizeof(shipped) / sizeof(shipped[0]); i++)
         for (size_t k = 0; k < 2; k++) {
             struct profile p = load_profile(shipped[i], NULL);
-            struct plan_input in = {&p, &t, NULL, false, NULL, 0, NULL, cgs[k], NULL, NULL, 0};
+            struct plan_input in = {&p,   &t,     NULL, false, NULL, 0,
+                                    NULL, cgs[k], NULL, NULL,  0,    NULL};
             assert_true(plan_build(&pl, &in, &e));
             assert_no_service_words(&pl, shipped[i]);
             plan_free(&pl);
@@ -1026,7 +1027,7 @@ static void test_reasons_fit_any_profile(void **state)
     struct profile p = profile_text("[placement]\nmemory = bind\n[memory]\nthp = never\n"
                                     "oom_score_adj = 0\nswappiness = 10\n[limits]\n"
                                     "nofile = 4096\n");
-    struct plan_input in = {&p, &t, NULL, false, NULL, 0, NULL, &v1, NULL, NULL, 0};
+    struct plan_input in = {&p, &t, NULL, false, NULL, 0, NULL, &v1, NULL, NULL, 0, NULL};
     assert_true(plan_build(&pl, &in, &e));
     assert_no_service_words(&pl, "test.ini");
     const struct plan_step *s = find_step(&pl, STEP_RLIMIT);
@@ -1060,6 +1061,19 @@ static void test_reasons_fit_any_profile(void **state)
     assert_true(said);
     assert_non_null(find_step(&pl, STEP_RLIMIT)); /* tried all the same: the soft limit may rise */
     plan_free(&pl);
+    /* a drop this process could not make (plan's privs_check()): a warning */
+    in.privs_refused = "security.user: becoming x needs CAP_SETUID, which tunerun lacks";
+    assert_true(plan_build(&pl, &in, &e));
+    said = false;
+    for (size_t i = 0; i < pl.nnotes; i++)
+        said = said ||
+               (pl.notes[i].level == NOTE_WARN &&
+                strcmp(pl.notes[i].text,
+                       "privileges: security.user: becoming x needs CAP_SETUID, which "
+                       "tunerun lacks; a launch from here refuses to execute (exit 125)") == 0);
+    assert_true(said);
+    plan_free(&pl);
+    in.privs_refused = NULL;
     /* in a container the sysctl is the host's, and the limit the runtime's */
     struct cgroup boxed = v1;
     boxed.container = true;
@@ -1089,7 +1103,7 @@ static void test_swap_policy(void **state)
     struct plan pl;
 
     /* v1: memory.swappiness, the last step, as it is the last applied (apply_cgroup_step) */
-    struct plan_input in = {&mysql, &t, NULL, false, NULL, 0, NULL, &v1, NULL, NULL, 0};
+    struct plan_input in = {&mysql, &t, NULL, false, NULL, 0, NULL, &v1, NULL, NULL, 0, NULL};
     assert_true(plan_build(&pl, &in, &e));
     const struct plan_step *last = &pl.steps[pl.nsteps - 1];
     assert_int_equal(last->type, STEP_CGROUP);
@@ -1325,7 +1339,7 @@ static void test_pool_keeps_a_slow_core(void **state)
     const char *four[] = {"placement.cpus=4", NULL};
     struct profile p4 = load_profile("mysql", four);
     struct claim prev = live("mysql", "0-3", "0", false, NULL);
-    struct plan_input in = {&p4, &t, NULL, true, NULL, 0, &prev, NULL, NULL, NULL, 0};
+    struct plan_input in = {&p4, &t, NULL, true, NULL, 0, &prev, NULL, NULL, NULL, 0, NULL};
     struct err e;
     assert_true(plan_build(&pl, &in, &e));
     assert_cpus(&pl, "0-3", "restart");
@@ -1385,7 +1399,7 @@ static void test_no_node_placement(void **state)
 
     /* it ran on CPU 1 before, on no node: CPU 1 again */
     struct claim prev = live("mysql", "1", "", false, NULL);
-    struct plan_input in = {&mysql, &t, NULL, true, NULL, 0, &prev, NULL, NULL, NULL, 0};
+    struct plan_input in = {&mysql, &t, NULL, true, NULL, 0, &prev, NULL, NULL, NULL, 0, NULL};
     struct err e;
     assert_true(plan_build(&pl, &in, &e));
     assert_cpus(&pl, "1", "restart on no node");
@@ -1613,7 +1627,7 @@ static void test_claims(void **state)
 
     /* a restart gets its previous node back when it is free ... */
     struct claim prev = live("mysql", "4-7", "1", false, "nginx");
-    struct plan_input in = {&mysql, &t, NULL, true, NULL, 0, &prev, NULL, NULL, NULL, 0};
+    struct plan_input in = {&mysql, &t, NULL, true, NULL, 0, &prev, NULL, NULL, NULL, 0, NULL};
     struct err e;
     assert_true(plan_build(&pl, &in, &e));
     cpus = bitmap_list(pl.cpus);
@@ -1646,7 +1660,7 @@ static struct plan plan_near(const struct profile *p, const struct topo *t, stru
     hwloc_bitmap_list_sscanf(near.nodes, strcmp(nodes, "none") == 0 ? "" : nodes);
     near.status = hwloc_bitmap_iszero(near.nodes) ? NEAR_NO_NODE : NEAR_FOUND;
     near.what = xasprintf("/srv is on nvme0n1 (node %s)", nodes);
-    struct plan_input in = {p, t, NULL, true, k, n, prev, NULL, NULL, &near, 0};
+    struct plan_input in = {p, t, NULL, true, k, n, prev, NULL, NULL, &near, 0, NULL};
     if (!plan_build(&pl, &in, &e))
         fail_msg("%s", e.msg);
     hwloc_bitmap_free(near.nodes);
