@@ -51,7 +51,7 @@ int main(int argc, char **argv)
     }
     registry_check(&reg, NULL, NULL);
     struct plan_input in = {&p,   &t,   environ, true, reg.claims, reg.nclaims,
-                            NULL, NULL, NULL,    NULL, 0};
+                            NULL, NULL, NULL,    NULL, 0,          NULL};
     if (!plan_build(&pl, &in, &e)) {
         fprintf(stderr, "claimer: %s\n", e.msg);
         return 2;

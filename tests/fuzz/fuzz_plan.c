@@ -320,7 +320,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                             nclaims && take(&b, 2) ? &claims[0] : NULL,
                             take(&b, 2) ? &cg : NULL,
                             NULL,
-                            take(&b, 4) ? &near : NULL};
+                            take(&b, 4) ? &near : NULL,
+                            take(&b, 2) ? (long)take(&b, 1 << 21) + 1 : 0,
+                            take(&b, 4) ? NULL : "security.user: becoming x needs CAP_SETUID"};
     struct plan pl;
     if (plan_build(&pl, &in, &e)) {
         checked_profile = &p;
