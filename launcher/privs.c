@@ -243,6 +243,10 @@ char *privs_cap_list(uint64_t mask)
     return out;
 }
 
+/* How privs_drop() left the bounding set, for privs_describe() after it. */
+static enum { NOT_DROPPED, BOUND_REDUCED, BOUND_MOOT } dropped;
+static bool bound_moot(const struct privs *pv);
+
 char *privs_describe(const struct privs *pv)
 {
     char *out = xstrdup("");
@@ -259,8 +263,12 @@ char *privs_describe(const struct privs *pv)
     }
     if (pv->caps) {
         char *caps = privs_cap_list(pv->keep);
-        char *next =
-            xasprintf("%s%scapabilities %s (bounding set too)", out, *out ? ", " : "", caps);
+        /* a plan, before any drop, says what this process's drop would do */
+        bool moot = dropped == BOUND_MOOT || (dropped == NOT_DROPPED && bound_moot(pv));
+        char *next = xasprintf("%s%scapabilities %s (%s)", out, *out ? ", " : "", caps,
+                               moot ? "it holds none: with no_new_privs no program can grant "
+                                      "any, so the bounding set is left as it is"
+                                    : "bounding set too");
         free(caps);
         free(out);
         out = next;
@@ -338,6 +346,27 @@ static bool groups_are(const gid_t *want, size_t n)
 }
 
 /*
+ * Whether reducing the bounding set is moot: it limits what an exec may
+ * grant (a setuid or file-capability program), and a process that holds
+ * no capability in any set and will have no_new_privs can be granted
+ * none, whatever the set says. So it is for a service its runtime already
+ * started as its user (docker run --user, a pod's runAsUser, a unit's
+ * User=), where the reduction, which needs CAP_SETPCAP, cannot be made.
+ */
+static bool bound_moot(const struct privs *pv)
+{
+    if (!pv->no_new_privs || pv->keep != 0)
+        return false;
+    cap_t caps = cap_get_proc();
+    bool none = caps != NULL;
+    for (cap_value_t c = 0; none && c < (cap_value_t)cap_max_bits(); c++)
+        none = !have(caps, c, CAP_PERMITTED) && !have(caps, c, CAP_INHERITABLE) &&
+               cap_get_ambient(c) != 1;
+    cap_free(caps);
+    return none;
+}
+
+/*
  * Everything the drop needs, checked before anything changes: a refusal
  * here leaves tunerun root, able to remove its claim and cgroup.
  */
@@ -347,10 +376,10 @@ static int preflight(const struct privs *pv, char *err, size_t n)
     if (caps == NULL)
         return fail(err, n, "cap_get_proc");
     int r = 0;
-    bool drop_bound = false;
+    bool drop_bound = false, moot = bound_moot(pv);
     for (cap_value_t c = 0; r == 0 && c < (cap_value_t)cap_max_bits(); c++) {
         bool held = have(caps, c, CAP_PERMITTED), bound = cap_get_bound(c) == 1;
-        drop_bound |= pv->caps && !kept(pv, c) && bound;
+        drop_bound |= pv->caps && !kept(pv, c) && bound && !moot;
         if (!kept(pv, c) || (held && bound))
             continue;
         char *name = cap_to_name(c); /* only for the message */
@@ -390,13 +419,18 @@ static int preflight(const struct privs *pv, char *err, size_t n)
                  k ? ", " : "", pv->user);
         at = pv->user_at;
     }
+    bool only_bound = drop_bound && strchr(lacks, ',') == NULL;
     if (r == 0 && lacks[0] && euid != 0)
         /* docker run --user, a pod's runAsUser, a unit's User=: the runtime made the change */
         r = refuse(err, n,
                    "%s: %s, which tunerun lacks: it runs as uid %u, not as root (fix: start it "
                    "as root and let [security] drop to %s; where the container or unit already "
-                   "runs it as that user, leave security.user and keep_caps unset)",
-                   at, lacks, (unsigned)euid, pv->change_id ? pv->user : "the service's user");
+                   "runs it as that user, leave security.user and keep_caps unset%s)",
+                   at, lacks, (unsigned)euid, pv->change_id ? pv->user : "the service's user",
+                   only_bound && !pv->no_new_privs && pv->keep == 0
+                       ? ", or add no_new_privs = yes, with which a process that holds no "
+                         "capability needs no smaller bounding set"
+                       : "");
     else if (r == 0 && lacks[0])
         r = refuse(err, n, "%s: %s, which tunerun lacks", at, lacks);
     int bits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
@@ -664,8 +698,8 @@ static int set_sets(const struct privs *pv, char *err, size_t n)
     return 0;
 }
 
-/* Read back what the kernel holds: each set, the bounding and ambient sets. */
-static int verify_caps(const struct privs *pv, char *err, size_t n)
+/* Read back what the kernel holds: each set, the bounding (unless moot) and ambient sets. */
+static int verify_caps(const struct privs *pv, bool moot, char *err, size_t n)
 {
     cap_t caps = cap_get_proc();
     if (caps == NULL)
@@ -674,7 +708,7 @@ static int verify_caps(const struct privs *pv, char *err, size_t n)
     for (cap_value_t c = 0; r == 0 && c < (cap_value_t)cap_max_bits(); c++) {
         bool want = kept(pv, c);
         if (have(caps, c, CAP_PERMITTED) != want || have(caps, c, CAP_EFFECTIVE) != want ||
-            have(caps, c, CAP_INHERITABLE) != want || (cap_get_bound(c) == 1) != want ||
+            have(caps, c, CAP_INHERITABLE) != want || (!moot && (cap_get_bound(c) == 1) != want) ||
             (cap_get_ambient(c) == 1) != want) {
             char *name = cap_to_name(c);
             r = refuse(err, n, "%s is %s after the drop", name, want ? "missing" : "still held");
@@ -697,14 +731,17 @@ int privs_drop(const struct privs *pv, const char *command, bool *changed, int *
     *exec_error = 0;
     errno = 0;
     int r = preflight(pv, err, n);
-    if (r == 0 && pv->caps)
+    bool moot = pv->caps && bound_moot(pv);
+    if (r == 0 && pv->caps && !moot)
         r = drop_bounding(pv, err, n);
     if (r == 0 && pv->change_id)
         r = set_identity(pv, command, changed, exec_error, err, n);
     if (r == 0 && pv->caps)
         r = set_sets(pv, err, n);
     if (r == 0 && pv->caps)
-        r = verify_caps(pv, err, n);
+        r = verify_caps(pv, moot, err, n);
+    if (r == 0)
+        dropped = moot ? BOUND_MOOT : BOUND_REDUCED;
     if (r == 0 && pv->no_new_privs) {
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
             r = fail(err, n, "prctl(PR_SET_NO_NEW_PRIVS)");
