@@ -353,10 +353,8 @@ static bool groups_are(const gid_t *want, size_t n)
  * started as its user (docker run --user, a pod's runAsUser, a unit's
  * User=), where the reduction, which needs CAP_SETPCAP, cannot be made.
  */
-static bool bound_moot(const struct privs *pv)
+static bool holds_none(void)
 {
-    if (!pv->no_new_privs || pv->keep != 0)
-        return false;
     cap_t caps = cap_get_proc();
     bool none = caps != NULL;
     for (cap_value_t c = 0; none && c < (cap_value_t)cap_max_bits(); c++)
@@ -364,6 +362,11 @@ static bool bound_moot(const struct privs *pv)
                cap_get_ambient(c) != 1;
     cap_free(caps);
     return none;
+}
+
+static bool bound_moot(const struct privs *pv)
+{
+    return pv->no_new_privs && pv->keep == 0 && holds_none();
 }
 
 /*
@@ -427,7 +430,7 @@ static int preflight(const struct privs *pv, char *err, size_t n)
                    "as root and let [security] drop to %s; where the container or unit already "
                    "runs it as that user, leave security.user and keep_caps unset%s)",
                    at, lacks, (unsigned)euid, pv->change_id ? pv->user : "the service's user",
-                   only_bound && !pv->no_new_privs && pv->keep == 0
+                   only_bound && !pv->no_new_privs && pv->keep == 0 && holds_none()
                        ? ", or add no_new_privs = yes, with which a process that holds no "
                          "capability needs no smaller bounding set"
                        : "");
@@ -740,13 +743,13 @@ int privs_drop(const struct privs *pv, const char *command, bool *changed, int *
         r = set_sets(pv, err, n);
     if (r == 0 && pv->caps)
         r = verify_caps(pv, moot, err, n);
-    if (r == 0)
-        dropped = moot ? BOUND_MOOT : BOUND_REDUCED;
     if (r == 0 && pv->no_new_privs) {
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
             r = fail(err, n, "prctl(PR_SET_NO_NEW_PRIVS)");
         else if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
             r = refuse(err, n, "no_new_privs did not stick");
     }
+    if (r == 0)
+        dropped = moot ? BOUND_MOOT : BOUND_REDUCED;
     return r;
 }
