@@ -779,15 +779,15 @@ bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bo
             break;
     }
     if (*error != 0) {
-        /* back to where it was; on v2 a parent that now has +memory takes no process back */
-        bool back = !lists_self(child) || move_self(dir, v2) == 0;
-        if (step == not_ours) {
+        if (step == not_ours) { /* refused before any move: nothing to undo */
             snprintf(err, err_n,
                      "%s: made by uid %u, not by tunerun's (uid %u): a cgroup another user "
                      "can set limits in is not entered (remove it: rmdir %s)",
                      in, (unsigned)made_by, (unsigned)geteuid(), in);
             return false;
         }
+        /* back to where it was; on v2 a parent that now has +memory takes no process back */
+        bool back = !lists_self(child) || move_self(dir, v2) == 0;
         snprintf(err, err_n, "%s/%s: %s%s%s", in, step, strerror(*error),
                  *error == EBUSY ? " (other processes share this cgroup: cgroup v2 lets a cgroup "
                                    "with processes enable no controller for its children)"

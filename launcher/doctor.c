@@ -126,6 +126,17 @@ static bool rd(const struct doc *d, const char *path, char *buf, size_t n)
     return read_line_regular(full, buf, n);
 }
 
+/* Whether path under --root is a regular file (resolved inside the tree, as rd() reads). */
+static bool has_file(const struct doc *d, const char *path)
+{
+    char full[8192];
+    at_root(d, path, full, sizeof(full));
+    int fd = open_regular(full);
+    if (fd >= 0)
+        close(fd);
+    return fd >= 0;
+}
+
 static bool rd_long(const struct doc *d, const char *path, long long *v)
 {
     char buf[64], *end;
@@ -896,9 +907,9 @@ int doctor_run(FILE *out, const char *root, const struct profile *p, const char 
                     .p = p,
                     .data_dir = from_near ? near : data_dir,
                     .data_from_near = from_near};
-    char mark[8192];
-    at_root(&d, "/.dockerenv", mark, sizeof(mark));
-    d.container = here ? cgroup_in_container() : access(mark, F_OK) == 0;
+    /* under --root, the tree's own marks, Docker's and Podman's, found inside it */
+    d.container = here ? cgroup_in_container()
+                       : has_file(&d, "/.dockerenv") || has_file(&d, "/run/.containerenv");
     check_cpu(&d);
     check_numa(&d);
     check_io(&d); /* before memory: the dirty pages are judged against this disk */

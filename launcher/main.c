@@ -554,8 +554,8 @@ static bool depends(const struct claim *k, void *arg)
 /*
  * fs.nr_open, past which no one may raise nofile's hard limit, when the
  * profile asks this machine for more than the hard limit tunerun has;
- * else 0. Up to that limit nothing can exceed it, and a launch does not
- * pay for the read.
+ * else 0. A hard limit no higher than tunerun's own is within fs.nr_open
+ * already, so a launch then skips the read.
  */
 static long nofile_ceiling(const struct profile *p, const struct topo *t)
 {
@@ -988,7 +988,7 @@ static void warn_untrusted_binary(const char *exe)
 {
     char at[4096];
     struct stat st;
-    const char *why = NULL;
+    const char *why;
     if (stat(exe, &st) == 0 && (st.st_uid != 0 || (st.st_mode & 022))) {
         why = st.st_uid != 0 ? "belongs to another user" : "is writable by group or others";
         snprintf(at, sizeof(at), "%s", exe);

@@ -1815,27 +1815,25 @@ static void add_limit_steps(struct ctx *c)
         char *at = origin_str(l->at);
         struct plan_step *s =
             add_step(c->pl, STEP_RLIMIT, xasprintf("%s (%s)", limit_reason(r), at));
-        free(at);
         s->u.rlimit.resource = r;
         s->u.rlimit.soft = l->soft;
         s->u.rlimit.hard = l->hard;
         if (r == RLIMIT_NOFILE && c->nr_open > 0 && l->hard > (rlim_t)c->nr_open) {
             /* the kernel's ceiling for everyone, root with every capability included */
-            char *from = origin_str(l->at);
-            char *then = c->cgroup && c->cgroup->container /* the sysctl is the host's */
-                             ? xasprintf("; then docker run --ulimit nofile=%llu:%llu",
-                                         (unsigned long long)l->soft, (unsigned long long)l->hard)
-                             : xstrdup("");
+            bool boxed = c->cgroup && c->cgroup->container; /* the sysctl is the host's */
+            char *then = boxed ? xasprintf("; then docker run --ulimit nofile=%llu:%llu",
+                                           (unsigned long long)l->soft, (unsigned long long)l->hard)
+                               : xstrdup("");
             note(c->pl, NOTE_WARN,
                  "nofile: %llu (%s) is more than this host's fs.nr_open (%ld), past which no "
                  "process may raise it: the service gets at most the hard limit it inherits "
                  "(fix: %ssysctl -w fs.nr_open=%llu, and the same in /etc/sysctl.d/%s)",
-                 (unsigned long long)l->hard, from, c->nr_open,
-                 then[0] ? "on the host, not in this container: " : "", (unsigned long long)l->hard,
+                 (unsigned long long)l->hard, at, c->nr_open,
+                 boxed ? "on the host, not in this container: " : "", (unsigned long long)l->hard,
                  then);
             free(then);
-            free(from);
         }
+        free(at);
     }
     if (c->p->memory.oom_set) {
         char *at = origin_str(c->p->memory.oom_at);

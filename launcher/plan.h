@@ -128,7 +128,7 @@ struct plan_input {
     const struct cgroup *cgroup;  /* where this process stands; NULL for another machine */
     const struct privs *privs;    /* [security] resolved on this machine; NULL: unchanged */
     const struct plan_near *near; /* NULL: not looked up (another machine's topology) */
-    long nr_open;              /* fs.nr_open, which no nofile hard limit may pass; 0: not known */
+    long nr_open; /* fs.nr_open, which no nofile hard limit may pass; 0: not read (not needed) */
     const char *privs_refused; /* why this process could not make the drop (plan), or NULL */
 };
 

@@ -399,18 +399,24 @@ static int preflight(const struct privs *pv, char *err, size_t n)
     /* what the drop needs and tunerun lacks, named at once: one fix, not three runs */
     uid_t ruid, euid, suid;
     gid_t rgid, egid, sgid;
-    bool ids = getresuid(&ruid, &euid, &suid) == 0 && getresgid(&rgid, &egid, &sgid) == 0;
-    if (r == 0 && !ids)
+    if (r == 0 && getresuid(&ruid, &euid, &suid) < 0)
         r = fail(err, n, "getresuid");
+    if (r == 0 && getresgid(&rgid, &egid, &sgid) < 0)
+        r = fail(err, n, "getresgid");
     char lacks[256] = "";
+    int nlacks = 0;
     const char *at = pv->caps_at;
-    if (r == 0 && drop_bound && !have(caps, CAP_SETPCAP, CAP_EFFECTIVE))
+    bool lacks_setpcap = r == 0 && drop_bound && !have(caps, CAP_SETPCAP, CAP_EFFECTIVE);
+    if (lacks_setpcap) {
         snprintf(lacks, sizeof(lacks), "reducing the bounding set needs CAP_SETPCAP");
+        nlacks++;
+    }
     if (r == 0 && pv->change_id && (ruid != pv->uid || euid != pv->uid || suid != pv->uid) &&
         !have(caps, CAP_SETUID, CAP_EFFECTIVE)) {
         size_t k = strlen(lacks);
         snprintf(lacks + k, sizeof(lacks) - k, "%sbecoming %s needs CAP_SETUID", k ? ", " : "",
                  pv->user);
+        nlacks++;
         at = pv->user_at;
     }
     if (r == 0 && pv->change_id &&
@@ -420,21 +426,23 @@ static int preflight(const struct privs *pv, char *err, size_t n)
         size_t k = strlen(lacks);
         snprintf(lacks + k, sizeof(lacks) - k, "%staking the groups of %s needs CAP_SETGID",
                  k ? ", " : "", pv->user);
+        nlacks++;
         at = pv->user_at;
     }
-    bool only_bound = drop_bound && strchr(lacks, ',') == NULL;
-    if (r == 0 && lacks[0] && euid != 0)
+    /* CAP_SETPCAP is all it lacks, and no_new_privs would make the bounding set moot */
+    bool nnp_would_do =
+        lacks_setpcap && nlacks == 1 && !pv->no_new_privs && pv->keep == 0 && holds_none();
+    if (nlacks && euid != 0)
         /* docker run --user, a pod's runAsUser, a unit's User=: the runtime made the change */
         r = refuse(err, n,
                    "%s: %s, which tunerun lacks: it runs as uid %u, not as root (fix: start it "
                    "as root and let [security] drop to %s; where the container or unit already "
                    "runs it as that user, leave security.user and keep_caps unset%s)",
                    at, lacks, (unsigned)euid, pv->change_id ? pv->user : "the service's user",
-                   only_bound && !pv->no_new_privs && pv->keep == 0 && holds_none()
-                       ? ", or add no_new_privs = yes, with which a process that holds no "
-                         "capability needs no smaller bounding set"
-                       : "");
-    else if (r == 0 && lacks[0])
+                   nnp_would_do ? ", or add no_new_privs = yes, with which a process that holds "
+                                  "no capability needs no smaller bounding set"
+                                : "");
+    else if (nlacks)
         r = refuse(err, n, "%s: %s, which tunerun lacks", at, lacks);
     int bits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
     if (r == 0 && pv->keep && bits >= 0 && (bits & SECBIT_NO_CAP_AMBIENT_RAISE))

@@ -53,9 +53,17 @@ char *privs_describe(const struct privs *pv);
 char *privs_cap_list(uint64_t mask);
 
 /*
+ * Whether this process could make the drop: 0, or non-zero with err holding
+ * why not (what privs_drop() would refuse with before changing anything).
+ * For plan, which says so without changing anything.
+ */
+int privs_check(const struct privs *pv, char *err, size_t n);
+
+/*
  * Become what pv says. First every precondition is checked with nothing
  * changed yet: tunerun holds each kept capability, CAP_SETPCAP for the
- * bounding set, CAP_SETUID/CAP_SETGID for the ids, no securebit that
+ * bounding set (unless that is moot: it holds no capability, and asks for
+ * no_new_privs), CAP_SETUID/CAP_SETGID for the ids, no securebit that
  * forbids the ambient raise, and the command is executable by the new
  * user with the kept capabilities. Then, in this order: bounding set,
  * supplementary groups, gid, uid (keeping the permitted set across it only
@@ -66,13 +74,6 @@ char *privs_cap_list(uint64_t mask);
  * remove its root-owned claim and cgroup), *exec_error, when not 0, that
  * the command is what failed, with the errno execvp() would give.
  */
-/*
- * Whether this process could make the drop: 0, or non-zero with err holding
- * why not (what privs_drop() would refuse with before changing anything).
- * For plan, which says so without changing anything.
- */
-int privs_check(const struct privs *pv, char *err, size_t n);
-
 int privs_drop(const struct privs *pv, const char *command, bool *changed, int *exec_error,
                char *err, size_t n);
 

@@ -13,7 +13,7 @@
 #define MIB (1024.0 * 1024.0)
 #define GIB (1024.0 * MIB)
 
-/* Length of the valid UTF-8 sequence at p, or 0 (overlong and surrogate forms included). */
+/* Length of the valid UTF-8 sequence at p; 0 also for overlong forms, surrogates, past U+10FFFF. */
 static size_t utf8_len(const unsigned char *p)
 {
     size_t n = p[0] >= 0xc2 && p[0] <= 0xdf   ? 2

@@ -60,10 +60,9 @@ int systemd_version(void)
 }
 
 /*
- * One ExecStart= word: quoted when it must be, with C escapes inside the
- * quotes, and % and $ doubled (systemd.service(5)). A path of
- * ReadWritePaths= or ExecPaths= is read the same way but without $
- * expansion: put_path().
+ * One word of a unit setting: quoted when it must be, with C escapes
+ * inside the quotes, % doubled, and $ too where the setting expands it
+ * (systemd.service(5)).
  */
 static void put_quoted(FILE *f, const char *w, bool dollars)
 {
@@ -91,11 +90,13 @@ static void put_quoted(FILE *f, const char *w, bool dollars)
         fputc('"', f);
 }
 
+/* One ExecStart= word, which expands $. */
 static void put_word(FILE *f, const char *w)
 {
     put_quoted(f, w, true);
 }
 
+/* A path of ReadWritePaths= or ExecPaths=, which do not. */
 static void put_path(FILE *f, const char *w)
 {
     put_quoted(f, w, false);

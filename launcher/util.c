@@ -178,6 +178,14 @@ bool open_inert_within(const char *dir)
     return true;
 }
 
+/* Whether path is dir or below it ("/a/b" is in "/a" and in "/a/", not in "/ab"). */
+static bool path_within(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return strncmp(path, dir, n) == 0 &&
+           (path[n] == '/' || path[n] == '\0' || (n > 0 && dir[n - 1] == '/'));
+}
+
 /*
  * An O_PATH descriptor of path. A path in open_inert_within()'s directory
  * is resolved inside it, as if it were / (RESOLVE_IN_ROOT): no link there,
@@ -189,11 +197,9 @@ bool open_inert_within(const char *dir)
  */
 static int open_path(const char *path)
 {
-    size_t n = within_name ? strlen(within_name) : 0;
-    if (within_fd < 0 || strncmp(path, within_name, n) != 0 ||
-        (path[n] != '/' && path[n] != '\0' && within_name[n - 1] != '/'))
+    if (within_fd < 0 || !path_within(path, within_name))
         return open(path, O_PATH | O_CLOEXEC);
-    const char *rest = path + n;
+    const char *rest = path + strlen(within_name);
     while (*rest == '/')
         rest++;
     struct open_how how = {.flags = O_PATH | O_CLOEXEC,
@@ -206,12 +212,10 @@ static int open_path(const char *path)
         return -1;
     snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
     ssize_t len = readlink(self, real, sizeof(real) - 1);
-    size_t w = strlen(within);
     if (len >= 0)
         real[len] = '\0';
     /* without /proc nothing says where it is, and under "/" nothing can: not read */
-    if (len < 0 || strcmp(within, "/") == 0 || strncmp(real, within, w) != 0 ||
-        (real[w] != '/' && real[w] != '\0')) {
+    if (len < 0 || strcmp(within, "/") == 0 || !path_within(real, within)) {
         close(fd);
         errno = EXDEV;
         return -1;
@@ -231,9 +235,10 @@ int open_inert(const char *path, bool dirs)
     if (at < 0)
         return -1;
     /*
-     * In open_inert_within()'s tree, someone else's, no file larger than
-     * any a host's /proc or /sys holds: a sparse file of terabytes would
-     * keep a line by line reader busy for hours.
+     * Once open_inert_within() was called (doctor's --root, a tree someone
+     * else made), no file larger than any a host's /proc or /sys holds: a
+     * sparse file of terabytes would keep a line by line reader busy for
+     * hours.
      */
     if (fstat(at, &st) < 0 || !(S_ISREG(st.st_mode) || (dirs && S_ISDIR(st.st_mode))) ||
         (within_fd >= 0 && S_ISREG(st.st_mode) && (unsigned long)st.st_size > INERT_MAX)) {
