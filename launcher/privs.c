@@ -371,18 +371,20 @@ static bool bound_moot(const struct privs *pv)
 
 /*
  * Everything the drop needs, checked before anything changes: a refusal
- * here leaves tunerun root, able to remove its claim and cgroup.
+ * here leaves tunerun root, able to remove its claim and cgroup. *moot
+ * says whether the bounding set is left as it is (bound_moot()).
  */
-static int preflight(const struct privs *pv, char *err, size_t n)
+static int preflight(const struct privs *pv, bool *moot, char *err, size_t n)
 {
+    *moot = pv->caps && bound_moot(pv);
     cap_t caps = cap_get_proc();
     if (caps == NULL)
         return fail(err, n, "cap_get_proc");
     int r = 0;
-    bool drop_bound = false, moot = bound_moot(pv);
+    bool drop_bound = false;
     for (cap_value_t c = 0; r == 0 && c < (cap_value_t)cap_max_bits(); c++) {
         bool held = have(caps, c, CAP_PERMITTED), bound = cap_get_bound(c) == 1;
-        drop_bound |= pv->caps && !kept(pv, c) && bound && !moot;
+        drop_bound |= pv->caps && !kept(pv, c) && bound && !*moot;
         if (!kept(pv, c) || (held && bound))
             continue;
         char *name = cap_to_name(c); /* only for the message */
@@ -732,7 +734,8 @@ static int verify_caps(const struct privs *pv, bool moot, char *err, size_t n)
 
 int privs_check(const struct privs *pv, char *err, size_t n)
 {
-    return preflight(pv, err, n);
+    bool moot;
+    return preflight(pv, &moot, err, n);
 }
 
 int privs_drop(const struct privs *pv, const char *command, bool *changed, int *exec_error,
@@ -741,8 +744,8 @@ int privs_drop(const struct privs *pv, const char *command, bool *changed, int *
     *changed = false;
     *exec_error = 0;
     errno = 0;
-    int r = preflight(pv, err, n);
-    bool moot = pv->caps && bound_moot(pv);
+    bool moot;
+    int r = preflight(pv, &moot, err, n);
     if (r == 0 && pv->caps && !moot)
         r = drop_bounding(pv, err, n);
     if (r == 0 && pv->change_id)
