@@ -316,12 +316,11 @@ bool cgroup_in_container(void)
  */
 static char *dir_of(const char *point, const char *root, const char *path)
 {
-    size_t n = strlen(root);
     if (strcmp(root, "/") == 0)
         return xasprintf("%s%s", point, strcmp(path, "/") == 0 ? "" : path);
-    if (strncmp(path, root, n) != 0 || (path[n] != '\0' && path[n] != '/'))
+    if (!path_within(path, root))
         return NULL;
-    return xasprintf("%s%s", point, path + n);
+    return xasprintf("%s%s", point, path + strlen(root));
 }
 
 char *cgroup_dir_under(const char *root, const char *option, char **path)

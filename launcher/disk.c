@@ -57,9 +57,8 @@ static bool mount_of(const char *root, const char *path, const struct mount_key 
         mountinfo_unescape(point);
         mountinfo_unescape(source);
         size_t n = strlen(point);
-        bool under = key->by_id ? id == key->id
-                                : strcmp(point, "/") == 0 || (strncmp(path, point, n) == 0 &&
-                                                              (path[n] == '/' || path[n] == '\0'));
+        bool under =
+            key->by_id ? id == key->id : strcmp(point, "/") == 0 || path_within(path, point);
         if (!under || (key->by_dev && (a != key->maj || b != key->min)) || (found && n < best))
             continue;
         best = n;

@@ -178,8 +178,7 @@ bool open_inert_within(const char *dir)
     return true;
 }
 
-/* Whether path is dir or below it ("/a/b" is in "/a" and in "/a/", not in "/ab"). */
-static bool path_within(const char *path, const char *dir)
+bool path_within(const char *path, const char *dir)
 {
     size_t n = strlen(dir);
     return strncmp(path, dir, n) == 0 &&

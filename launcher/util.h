@@ -80,6 +80,9 @@ bool read_line_file(const char *path, char *buf, size_t n);
  * (EINVAL: something else). Without /proc the file is opened by name again
  * and kept only if it is the same inode.
  */
+/* Whether path is dir or below it ("/a/b" is in "/a" and in "/a/", not in "/ab"). */
+bool path_within(const char *path, const char *dir);
+
 int open_inert(const char *path, bool dirs);
 int open_regular(const char *path); /* open_inert(path, false) */
 /*
