@@ -307,6 +307,15 @@ static const struct plan_step *find_step(const struct plan *pl, enum step_type t
     return NULL;
 }
 
+/* The first note of that level that holds text, or NULL. */
+static const char *note_with(const struct plan *pl, enum note_level level, const char *text)
+{
+    for (size_t i = 0; i < pl->nnotes; i++)
+        if (pl->notes[i].level == level && strstr(pl->notes[i].text, text))
+            return pl->notes[i].text;
+    return NULL;
+}
+
 static bool has_note(const struct plan *pl, const char *text)
 {
     for (size_t i = 0; i < pl->nnotes; i++)
@@ -1052,26 +1061,20 @@ static void test_reasons_fit_any_profile(void **state)
     in.nr_open = 4095;
     assert_true(plan_build(&pl, &in, &e));
     assert_true(pl.degraded);
-    bool said = false;
-    for (size_t i = 0; i < pl.nnotes; i++)
-        said = said || (pl.notes[i].level == NOTE_WARN &&
-                        strstr(pl.notes[i].text, "nofile: 4096 (test.ini:8) is more than this "
-                                                 "host's fs.nr_open (4095)") &&
-                        strstr(pl.notes[i].text, "fix: sysctl -w fs.nr_open=4096"));
-    assert_true(said);
+    const char *warned = note_with(&pl, NOTE_WARN,
+                                   "nofile: 4096 (test.ini:8) is more than this host's fs.nr_open "
+                                   "(4095)");
+    assert_non_null(warned);
+    assert_non_null(strstr(warned, "fix: sysctl -w fs.nr_open=4096"));
     assert_non_null(find_step(&pl, STEP_RLIMIT)); /* tried all the same: the soft limit may rise */
     plan_free(&pl);
     /* a drop this process could not make (plan's privs_check()): a warning */
     in.privs_refused = "security.user: becoming x needs CAP_SETUID, which tunerun lacks";
     assert_true(plan_build(&pl, &in, &e));
-    said = false;
-    for (size_t i = 0; i < pl.nnotes; i++)
-        said = said ||
-               (pl.notes[i].level == NOTE_WARN &&
-                strcmp(pl.notes[i].text,
-                       "privileges: security.user: becoming x needs CAP_SETUID, which "
-                       "tunerun lacks; a launch from here refuses to execute (exit 125)") == 0);
-    assert_true(said);
+    warned = note_with(&pl, NOTE_WARN, "privileges: ");
+    assert_non_null(warned);
+    assert_string_equal(warned, "privileges: security.user: becoming x needs CAP_SETUID, which "
+                                "tunerun lacks; a launch from here refuses to execute (exit 125)");
     plan_free(&pl);
     in.privs_refused = NULL;
     /* in a container the sysctl is the host's, and the limit the runtime's */
@@ -1079,13 +1082,9 @@ static void test_reasons_fit_any_profile(void **state)
     boxed.container = true;
     in.cgroup = &boxed;
     assert_true(plan_build(&pl, &in, &e));
-    said = false;
-    for (size_t i = 0; i < pl.nnotes; i++)
-        said = said || strstr(pl.notes[i].text,
-                              "fix: on the host, not in this container: sysctl -w fs.nr_open=4096, "
+    assert_true(has_note(&pl, "fix: on the host, not in this container: sysctl -w fs.nr_open=4096, "
                               "and the same in /etc/sysctl.d/; then docker run --ulimit "
-                              "nofile=4096:4096)");
-    assert_true(said);
+                              "nofile=4096:4096)"));
     plan_free(&pl);
     profile_free(&p);
     topo_free(&t);
