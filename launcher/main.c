@@ -402,11 +402,16 @@ static bool self_exe(char *exe)
     return n > 0;
 }
 
-/* profiles/ next to the binary, for a source tree that was never installed. */
-static char *exe_profile_dir(void)
+/*
+ * profiles/ next to the binary, for a source tree that was never installed;
+ * *unknown when /proc cannot say where the binary is, so that a profile
+ * not found says why that directory was not searched.
+ */
+static char *exe_profile_dir(bool *unknown)
 {
     char exe[PATH_MAX];
-    if (!self_exe(exe))
+    *unknown = !self_exe(exe);
+    if (*unknown)
         return NULL;
     char *dir = NULL;
     if (asprintf(&dir, "%s/profiles", dirname(exe)) < 0)
@@ -418,9 +423,12 @@ static char *exe_profile_dir(void)
     return dir;
 }
 
-static void build_paths(struct profile_paths *paths, char *exe_dir)
+static void build_paths(struct profile_paths *paths, char *exe_dir, bool exe_unknown)
 {
     paths->n = 0;
+    paths->unsearched = exe_unknown ? "profiles/ next to tunerun's binary was not searched: "
+                                      "/proc/self/exe cannot be read (is /proc mounted?)"
+                                    : NULL;
     paths->dirs[paths->n] = ADMIN_PROFILE_DIR;
     paths->labels[paths->n++] = "admin";
     if (exe_dir && strcmp(exe_dir, TUNERUN_DATADIR "/profiles") != 0) {
@@ -458,7 +466,8 @@ static int list_profiles(const struct profile_paths *paths)
         free(names);
     }
     if (!found)
-        log_error("no profiles found in %s, %s", paths->dirs[0], paths->dirs[paths->n - 1]);
+        log_error("no profiles found in %s, %s%s%s", paths->dirs[0], paths->dirs[paths->n - 1],
+                  paths->unsearched ? "; " : "", paths->unsearched ? paths->unsearched : "");
     return found ? 0 : EXIT_TUNERUN;
 }
 
@@ -1035,9 +1044,10 @@ int main(int argc, char **argv)
     }
     log_set_level(o.level);
 
-    char *exe_dir = exe_profile_dir();
+    bool exe_unknown;
+    char *exe_dir = exe_profile_dir(&exe_unknown);
     struct profile_paths paths;
-    build_paths(&paths, exe_dir);
+    build_paths(&paths, exe_dir, exe_unknown);
     struct err e;
     struct profile p;
     struct topo t;

@@ -1486,7 +1486,7 @@ static bool load_common(struct profile *p, const char *path, const char *text,
                         const struct profile_file *mem, size_t nmem,
                         const struct profile_paths *paths, struct err *e)
 {
-    static const struct profile_paths none = {{0}, {0}, 0};
+    static const struct profile_paths none = {{0}, {0}, 0, NULL};
     profile_defaults(p);
     struct loader L = {.p = p, .paths = paths ? paths : &none, .mem = mem, .nmem = nmem};
     struct entries all = {0};
@@ -1603,7 +1603,8 @@ char *profile_locate(const char *name, const struct profile_paths *paths, struct
     /* A path, or a file name with its .ini, is a file to read, not a name to look up. */
     size_t len = strlen(name);
     if (!strchr(name, '/') && !(len > 4 && strcmp(name + len - 4, ".ini") == 0)) {
-        err_set(e, "no profile '%s' in %s (see 'tunerun profiles')", shown, where);
+        err_set(e, "no profile '%s' in %s (see 'tunerun profiles')%s%s", shown, where,
+                paths->unsearched ? "; " : "", paths->unsearched ? paths->unsearched : "");
         return NULL;
     }
     char *stem = name_from_path(name), also[128] = "";

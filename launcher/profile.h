@@ -124,6 +124,8 @@ struct profile_paths {
     const char *dirs[4];
     const char *labels[4]; /* "admin", "source tree", "installed" */
     size_t n;
+    /* why profiles/ next to the binary was not searched, for messages; NULL when it was */
+    const char *unsearched;
 };
 
 /* Find NAME.ini along the search path; NULL when absent (caller frees). */

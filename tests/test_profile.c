@@ -49,7 +49,7 @@ static const char *write_file(const char *sub, const char *name, const char *tex
 static struct profile_paths paths_in(const char *sub1, const char *sub2)
 {
     static char d1[256], d2[256];
-    struct profile_paths ps = {{0}, {0}, 0};
+    struct profile_paths ps = {{0}, {0}, 0, NULL};
     snprintf(d1, sizeof(d1), "%s/%s", tmpdir, sub1);
     ps.dirs[ps.n] = d1;
     ps.labels[ps.n++] = "admin";
@@ -79,7 +79,7 @@ static void test_shipped_profiles_load(void **state)
 {
     (void)state;
     static const char *const names[] = {"mysql", "redis", "nginx", "java"};
-    struct profile_paths ps = {{"profiles"}, {"tree"}, 1};
+    struct profile_paths ps = {{"profiles"}, {"tree"}, 1, NULL};
     for (size_t i = 0; i < 4; i++) {
         struct profile p;
         struct err e;
@@ -439,7 +439,7 @@ static void test_include_errors_name_the_chain(void **state)
     profile_free(&p);
 
     /* the same in memory, where "./" must not break the lookup by path */
-    const struct profile_paths mps = {{"/mem/etc"}, {"admin"}, 1};
+    const struct profile_paths mps = {{"/mem/etc"}, {"admin"}, 1, NULL};
     const struct profile_file files[] = {
         {"/mem/etc/top.ini", "[profile]\ninclude = ./base.ini\n"},
         {"/mem/etc/base.ini", "[memory]\nthp = sometimes\n"},
@@ -542,7 +542,7 @@ static void test_load_files(void **state)
     (void)state;
     struct profile p;
     struct err e;
-    const struct profile_paths ps = {{"/mem/etc", "/mem/share"}, {"admin", "installed"}, 2};
+    const struct profile_paths ps = {{"/mem/etc", "/mem/share"}, {"admin", "installed"}, 2, NULL};
     const struct profile_file files[] = {
         {"/mem/etc/top.ini", "[profile]\ninclude = base, mysql\n[placement]\nnodes = 2\n"},
         {"/mem/etc/base.ini", "[memory]\nthp = never\n"},
@@ -739,7 +739,7 @@ static void test_out_of_range(void **state)
 static void test_find_and_missing_file(void **state)
 {
     (void)state;
-    struct profile_paths ps = {{"/nonexistent", "profiles"}, {"a", "b"}, 2};
+    struct profile_paths ps = {{"/nonexistent", "profiles"}, {"a", "b"}, 2, NULL};
     size_t idx = 9;
     char *path = profile_find("redis", &ps, &idx);
     assert_non_null(path);
@@ -766,6 +766,13 @@ static void test_find_and_missing_file(void **state)
     assert_null(profile_locate("nosuch", &ps, &e));
     assert_string_equal(e.msg,
                         "no profile 'nosuch' in /nonexistent, profiles (see 'tunerun profiles')");
+    /* a directory that could not be searched is named with why (no /proc) */
+    ps.unsearched = "profiles/ next to tunerun's binary was not searched: why";
+    assert_null(profile_locate("nosuch", &ps, &e));
+    assert_string_equal(e.msg, "no profile 'nosuch' in /nonexistent, profiles (see 'tunerun "
+                               "profiles'); profiles/ next to tunerun's binary was not searched: "
+                               "why");
+    ps.unsearched = NULL;
     assert_null(profile_locate("redis.ini", &ps, &e));
     assert_string_equal(e.msg,
                         "no profile 'redis.ini' in /nonexistent, profiles: a profile's name has "
