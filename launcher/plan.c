@@ -2074,6 +2074,12 @@ static void add_java_step(struct ctx *c, const char *base)
                      gib(c->cgroup->mem_limit));
                 ram = c->cgroup->mem_limit;
             }
+            /* the JVM would look for a limit itself; MaxRAM replaces what it finds */
+            if (c->cgroup && c->cgroup->dir == NULL && ram && !user_sets(base, "-XX:MaxRAM="))
+                note(pl, NOTE_INFO,
+                     "java: MaxRAM from the bound nodes' memory alone: %s, so a memory limit "
+                     "below it cannot be seen",
+                     c->cgroup->why);
         }
         if (user_sets(base, "-XX:MaxRAM=")) {
             note(pl, NOTE_INFO, "java: JAVA_TOOL_OPTIONS already sets MaxRAM; kept");

@@ -819,6 +819,24 @@ static void test_derived_environment(void **state)
         assert_non_null(strstr(find_env(&capped, "JAVA_TOOL_OPTIONS")->u.env.value,
                                "-XX:ActiveProcessorCount=8 "));
         plan_free(&capped);
+        /* no memory cgroup to read: MaxRAM from the nodes, and the plan says what went unseen */
+        cg = (struct cgroup){.mode = CG_HYBRID, .owner = CG_OWN_MISSING};
+        snprintf(cg.why, sizeof(cg.why),
+                 "no cgroup v1 memory controller is mounted for this "
+                 "process");
+        assert_true(plan_build(&capped, &in, &e));
+        assert_non_null(
+            strstr(find_env(&capped, "JAVA_TOOL_OPTIONS")->u.env.value, "-XX:MaxRAM=1024m"));
+        assert_non_null(note_with(&capped, NOTE_INFO,
+                                  "java: MaxRAM from the bound nodes' memory alone: no cgroup v1 "
+                                  "memory controller is mounted for this process, so a memory "
+                                  "limit below it cannot be seen"));
+        plan_free(&capped);
+        /* ... where the cgroup was read, nothing is said */
+        cg.dir = (char *)"/sys/fs/cgroup/memory";
+        assert_true(plan_build(&capped, &in, &e));
+        assert_null(note_with(&capped, NOTE_INFO, "java: MaxRAM from the bound nodes' memory"));
+        plan_free(&capped);
         profile_free(&java);
     }
 
