@@ -97,10 +97,16 @@ void err_set(struct err *e, const char *fmt, ...)
     char *text = xvasprintf(fmt, ap);
     va_end(ap);
     size_t len = strlen(text), head = 256, cut = sizeof(" ... ") - 1;
-    if (len < sizeof(e->msg))
+    if (len < sizeof(e->msg)) {
         memcpy(e->msg, text, len + 1);
-    else
-        snprintf(e->msg, sizeof(e->msg), "%.*s ... %s", (int)head, text,
-                 text + len - (sizeof(e->msg) - 1 - head - cut));
+    } else {
+        size_t tail = len - (sizeof(e->msg) - 1 - head - cut);
+        /* both cuts at a character's start: a path in UTF-8 stays valid UTF-8 */
+        while (head > 0 && ((unsigned char)text[head] & 0xc0) == 0x80)
+            head--;
+        while (((unsigned char)text[tail] & 0xc0) == 0x80)
+            tail++;
+        snprintf(e->msg, sizeof(e->msg), "%.*s ... %s", (int)head, text, text + tail);
+    }
     free(text);
 }

@@ -26,6 +26,21 @@ static void test_long_message(void **state)
     assert_non_null(strstr(e.msg, "d ... d"));
     const char *end = "/x.ini:7: placement.nodes: '0' is out of range";
     assert_string_equal(e.msg + strlen(e.msg) - strlen(end), end);
+    /* cut where a character starts, never inside one: what is kept stays valid UTF-8 */
+    char wide[3001] = "";
+    for (size_t i = 0; i + 3 < sizeof(wide); i += 3)
+        strcat(wide, "\xe2\x82\xac"); /* the euro sign, 3 bytes */
+    for (size_t lead = 0; lead < 3; lead++) {
+        err_set(&e, "%.*s%s", (int)lead, "xx", wide);
+        assert_true(strlen(e.msg) < sizeof(e.msg));
+        const char *dots = strstr(e.msg, " ... ");
+        assert_non_null(dots);
+        size_t kept = (size_t)(dots - e.msg) - lead;
+        assert_int_equal(kept % 3, 0);                  /* whole characters before */
+        assert_int_equal(strlen(dots + 5) % 3, 0);      /* and after */
+        assert_int_equal((unsigned char)dots[5], 0xe2); /* the tail starts with one */
+        assert_true(kept >= 250 && strlen(e.msg) > sizeof(e.msg) - 8); /* little is lost */
+    }
     err_set(&e, "short: %d", 1); /* one that fits is as it is */
     assert_string_equal(e.msg, "short: 1");
 }
