@@ -524,16 +524,24 @@ static char *file_id(const char *path)
 
 /*
  * The key a cache must have been written under, and in *max the machine's
- * highest possible CPU, which bounds what the cache may name; NULL when
- * there is no boot id. hwloc's API version is the same for many releases,
- * so the library file itself, and tunerun's binary (its filters and
- * flags), are in it.
+ * highest possible CPU, which bounds what the cache may name; NULL, with
+ * why, when there is no boot id, or no sysfs: hwloc's discovery without
+ * it is a guess that must not replace what a launch with it found.
+ * hwloc's API version is the same for many releases, so the library file
+ * itself, and tunerun's binary (its filters and flags), are in it.
  */
-static char *cache_key(int *max)
+static char *cache_key(int *max, const char **why)
 {
     *max = CPUS_UNKNOWN_MAX;
-    if (boot_id() == NULL)
+    char possible[8192];
+    if (boot_id() == NULL) {
+        *why = "no boot id in /proc, so no topology cache";
         return NULL;
+    }
+    if (!read_line_file(key_files[1], possible, sizeof(possible))) {
+        *why = "no /sys/devices/system/cpu/possible (is /sys mounted?), so no topology cache";
+        return NULL;
+    }
     Dl_info lib;
     const char *libpath = dladdr((void *)hwloc_topology_init, &lib) ? lib.dli_fname : NULL;
     char *exe = file_id("/proc/self/exe"), *hw = file_id(libpath);
@@ -546,6 +554,8 @@ static char *cache_key(int *max)
         char v[8192];
         if (i == 0) /* read once a launch: the registry needs it too */
             snprintf(v, sizeof(v), "%s", boot_id());
+        else if (i == 1)
+            snprintf(v, sizeof(v), "%s", possible);
         else if (!read_line_file(key_files[i], v, sizeof(v)))
             strcpy(v, "-");
         if (i == 1 || i == 2) {
@@ -928,14 +938,15 @@ static bool load_host(struct topo *t, const struct state_dir *sd, struct machine
         return false;
     }
     char *key = NULL, var[64], why[128];
+    const char *nokey;
     int max;
     if (sd == NULL || sd->fd < 0)
         cache_note(t, "no state directory, so no topology cache");
     else if (foreign_hwloc_variable(var, sizeof(var)))
         /* HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES and others change what hwloc finds. */
         cache_note(t, "%s is set, so the topology cache is not used", var);
-    else if ((key = cache_key(&max)) == NULL)
-        cache_note(t, "no boot id in /proc, so no topology cache");
+    else if ((key = cache_key(&max, &nokey)) == NULL)
+        cache_note(t, "%s", nokey);
 
     char *cached = key ? cache_read(t, sd, key) : NULL;
     if (cached) {
