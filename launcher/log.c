@@ -101,10 +101,14 @@ void err_set(struct err *e, const char *fmt, ...)
         memcpy(e->msg, text, len + 1);
     } else {
         size_t tail = len - (sizeof(e->msg) - 1 - head - cut);
-        /* both cuts at a character's start: a path in UTF-8 stays valid UTF-8 */
-        while (head > 0 && ((unsigned char)text[head] & 0xc0) == 0x80)
+        /*
+         * Both cuts at a character's start, so that a path in UTF-8 stays
+         * valid UTF-8: back or on over at most three continuation bytes,
+         * since text that is not UTF-8 may hold any number of them in a row.
+         */
+        for (int k = 0; k < 3 && head > 0 && ((unsigned char)text[head] & 0xc0) == 0x80; k++)
             head--;
-        while (((unsigned char)text[tail] & 0xc0) == 0x80)
+        for (int k = 0; k < 3 && ((unsigned char)text[tail] & 0xc0) == 0x80; k++)
             tail++;
         snprintf(e->msg, sizeof(e->msg), "%.*s ... %s", (int)head, text, text + tail);
     }

@@ -30,17 +30,22 @@ static void test_long_message(void **state)
     char wide[3001] = "";
     for (size_t i = 0; i + 3 < sizeof(wide); i += 3)
         strcat(wide, "\xe2\x82\xac"); /* the euro sign, 3 bytes */
-    for (size_t lead = 0; lead < 3; lead++) {
-        err_set(&e, "%.*s%s", (int)lead, "xx", wide);
-        assert_true(strlen(e.msg) < sizeof(e.msg));
-        const char *dots = strstr(e.msg, " ... ");
-        assert_non_null(dots);
-        size_t kept = (size_t)(dots - e.msg) - lead;
-        assert_int_equal(kept % 3, 0);                  /* whole characters before */
-        assert_int_equal(strlen(dots + 5) % 3, 0);      /* and after */
-        assert_int_equal((unsigned char)dots[5], 0xe2); /* the tail starts with one */
-        assert_true(kept >= 250 && strlen(e.msg) > sizeof(e.msg) - 8); /* little is lost */
-    }
+    for (size_t lead = 0; lead < 3; lead++)
+        for (size_t trail = 0; trail < 3; trail++) {
+            err_set(&e, "%.*s%s%.*s", (int)lead, "xx", wide, (int)trail, "yy");
+            assert_true(strlen(e.msg) < sizeof(e.msg));
+            const char *dots = strstr(e.msg, " ... ");
+            assert_non_null(dots);
+            size_t kept = (size_t)(dots - e.msg) - lead;
+            assert_int_equal(kept % 3, 0);                       /* whole characters before */
+            assert_int_equal((strlen(dots + 5) - trail) % 3, 0); /* and after */
+            assert_int_equal((unsigned char)dots[5], 0xe2);      /* the tail starts with one */
+            assert_true(kept >= 250 && strlen(e.msg) > sizeof(e.msg) - 8); /* little is lost */
+        }
+    /* text that is not UTF-8 (a run of continuation bytes) keeps nearly all it can */
+    memset(wide, 0xb0, sizeof(wide) - 1);
+    err_set(&e, "/etc/%s: bad", wide);
+    assert_true(strlen(e.msg) < sizeof(e.msg) && strlen(e.msg) > sizeof(e.msg) - 8);
     err_set(&e, "short: %d", 1); /* one that fits is as it is */
     assert_string_equal(e.msg, "short: 1");
 }
