@@ -2075,7 +2075,8 @@ static void add_java_step(struct ctx *c, const char *base)
                 ram = c->cgroup->mem_limit;
             }
             /* the JVM would look for a limit itself; MaxRAM replaces what it finds */
-            if (c->cgroup && c->cgroup->dir == NULL && ram && !user_sets(base, "-XX:MaxRAM="))
+            if (c->cgroup && c->cgroup->dir == NULL && c->cgroup->mem_limit == 0 && ram &&
+                !user_sets(base, "-XX:MaxRAM="))
                 note(pl, NOTE_INFO,
                      "java: MaxRAM from the bound nodes' memory alone: %s, so a memory limit "
                      "below it cannot be seen",
