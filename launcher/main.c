@@ -426,8 +426,9 @@ static char *exe_profile_dir(bool *unknown)
 static void build_paths(struct profile_paths *paths, char *exe_dir, bool exe_unknown)
 {
     paths->n = 0;
-    paths->unsearched = exe_unknown ? "profiles/ next to tunerun's binary was not searched: "
-                                      "/proc/self/exe cannot be read (is /proc mounted?)"
+    paths->unsearched = exe_unknown ? "profiles/ next to tunerun's binary, if there is one, was "
+                                      "not searched: /proc/self/exe cannot be read (is /proc "
+                                      "mounted?)"
                                     : NULL;
     paths->dirs[paths->n] = ADMIN_PROFILE_DIR;
     paths->labels[paths->n++] = "admin";
@@ -442,6 +443,8 @@ static void build_paths(struct profile_paths *paths, char *exe_dir, bool exe_unk
 static int list_profiles(const struct profile_paths *paths)
 {
     int found = 0;
+    if (paths->unsearched) /* what is listed may not be all there is */
+        log_notice("%s", paths->unsearched);
     for (size_t i = 0; i < paths->n; i++) {
         struct dirent **names;
         int n = scandir(paths->dirs[i], &names, NULL, alphasort);
@@ -466,8 +469,7 @@ static int list_profiles(const struct profile_paths *paths)
         free(names);
     }
     if (!found)
-        log_error("no profiles found in %s, %s%s%s", paths->dirs[0], paths->dirs[paths->n - 1],
-                  paths->unsearched ? "; " : "", paths->unsearched ? paths->unsearched : "");
+        log_error("no profiles found in %s, %s", paths->dirs[0], paths->dirs[paths->n - 1]);
     return found ? 0 : EXIT_TUNERUN;
 }
 

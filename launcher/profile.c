@@ -641,7 +641,9 @@ static bool load_file(struct loader *L, const char *path, const char *text, cons
             }
             char *inc = resolve_include(L, tok, file);
             if (inc == NULL) {
-                err_set(e, "%s:%d: profile.include: no profile '%s' found", file, line, tok);
+                const char *why = L->paths ? L->paths->unsearched : NULL;
+                err_set(e, "%s:%d: profile.include: no profile '%s' found%s%s", file, line, tok,
+                        why ? "; " : "", why ? why : "");
                 ok = false;
                 break;
             }

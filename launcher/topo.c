@@ -525,8 +525,8 @@ static char *file_id(const char *path)
 /*
  * The key a cache must have been written under, and in *max the machine's
  * highest possible CPU, which bounds what the cache may name; NULL, with
- * why, when there is no boot id, or no sysfs: hwloc's discovery without
- * it is a guess that must not replace what a launch with it found.
+ * why, when there is no boot id, or no cpu/possible: without sysfs hwloc's
+ * discovery is a guess that must not replace what a launch with it found.
  * hwloc's API version is the same for many releases, so the library file
  * itself, and tunerun's binary (its filters and flags), are in it.
  */
@@ -539,7 +539,7 @@ static char *cache_key(int *max, const char **why)
         return NULL;
     }
     if (!read_line_file(key_files[1], possible, sizeof(possible))) {
-        *why = "no /sys/devices/system/cpu/possible (is /sys mounted?), so no topology cache";
+        *why = "cannot read /sys/devices/system/cpu/possible, so no topology cache";
         return NULL;
     }
     Dl_info lib;
@@ -964,7 +964,11 @@ static bool load_host(struct topo *t, const struct state_dir *sd, struct machine
     if (found) {
         machine_from_hwloc(found, m, false); /* this process's allowed sets come later */
         hwloc_topology_destroy(found);
-        if (key)
+        /* CPUs and no core: sysfs's CPU topology is masked, and hwloc guessed */
+        if (key && m->ncores == 0 && !hwloc_bitmap_iszero(m->online))
+            cache_note(t, "hwloc found no cores (is /sys/devices/system/cpu masked?), so what "
+                          "it found is not cached");
+        else if (key)
             cache_write(t, sd, key, m);
     }
     free(key);

@@ -305,6 +305,11 @@ static void test_include_cycle_and_missing(void **state)
     const char *m = write_file("cyc", "m.ini", "[profile]\ninclude = nosuch\n");
     assert_false(profile_load(&p, m, &ps, &e));
     assert_non_null(strstr(e.msg, "m.ini:2: profile.include: no profile 'nosuch' found"));
+    ps.unsearched = "profiles/ next to tunerun's binary was not searched: why";
+    assert_false(profile_load(&p, m, &ps, &e));
+    assert_non_null(strstr(e.msg, "'nosuch' found; profiles/ next to tunerun's binary was not "
+                                  "searched: why"));
+    ps.unsearched = NULL;
 
     const char *self = write_file("cyc", "self.ini", "[profile]\ninclude = ./self.ini\n");
     assert_false(profile_load(&p, self, &ps, &e));
