@@ -40,6 +40,7 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -867,9 +868,42 @@ static char *cache_read(struct topo *t, const struct state_dir *sd, const char *
     memmove(text, text + klen, n - klen + 1);
     return text;
 }
+/*
+ * Whether sysfs's node directory is there and names no node: a container
+ * that masks it with an empty tmpfs, an empty node/online. hwloc's Linux
+ * backend asserts that Linux never does that and aborts the process
+ * (hwloc 2.9's list_sysfsnode), so it must not be asked to look.
+ */
+static bool nodes_masked(void)
+{
+    char online[4096];
+    if (read_line_file("/sys/devices/system/node/online", online, sizeof(online))) {
+        hwloc_bitmap_t set = hwloc_bitmap_alloc();
+        bool listed = bitmap_parse(set, online) && !hwloc_bitmap_iszero(set);
+        hwloc_bitmap_free(set);
+        if (listed)
+            return false;
+    }
+    /* no usable node/online: hwloc lists the directory instead */
+    DIR *dir = opendir("/sys/devices/system/node");
+    if (dir == NULL)
+        return false; /* no NUMA in this kernel: hwloc finds one node itself */
+    bool masked = true;
+    for (struct dirent *d; masked && (d = readdir(dir)) != NULL;)
+        masked = !(strncmp(d->d_name, "node", 4) == 0 && isdigit((unsigned char)d->d_name[4]));
+    closedir(dir);
+    return masked;
+}
+
 static hwloc_topology_t discover_host(struct err *e)
 {
     hwloc_topology_t topo;
+    if (nodes_masked()) {
+        err_set(e, "/sys/devices/system/node names no NUMA node (masked, as some containers "
+                   "do?): hwloc cannot discover this machine without it (fix: leave "
+                   "/sys/devices/system/node unmasked)");
+        return NULL;
+    }
     if (!new_topology(&topo, true, BASE_FLAGS, e))
         return NULL;
     if (hwloc_topology_load(topo) < 0) {
