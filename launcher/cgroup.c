@@ -301,11 +301,16 @@ static bool cgroup_namespaced(void)
     return stat("/proc/self/ns/cgroup", &st) == 0 && st.st_ino != 0xEFFFFFFBu;
 }
 
+const char *const container_marks[2] = {"/.dockerenv", "/run/.containerenv"};
+
 bool cgroup_in_container(void)
 {
     const char *c = getenv("container");
-    if ((c && *c) || access("/.dockerenv", F_OK) == 0 || access("/run/.containerenv", F_OK) == 0)
+    if (c && *c)
         return true;
+    for (size_t i = 0; i < sizeof(container_marks) / sizeof(*container_marks); i++)
+        if (access(container_marks[i], F_OK) == 0)
+            return true;
     return cgroup_namespaced();
 }
 

@@ -51,7 +51,9 @@ struct cgroup {
  * for a plan to show, or a JVM to size); they are 0 otherwise.
  */
 void cgroup_detect(struct cgroup *cg, bool limit);
-/* Signs of a container: $container, /.dockerenv, /run/.containerenv, a cgroup namespace. */
+/* The files a container runtime leaves in a container's root: Docker's, Podman's. */
+extern const char *const container_marks[2];
+/* Signs of a container: $container, a container_marks file, a cgroup namespace. */
 bool cgroup_in_container(void);
 void cgroup_free(struct cgroup *cg);
 

@@ -27,6 +27,9 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+/* the listen backlog doctor's somaxconn fixes ask for: nginx's and redis's 511, and room */
+#define SOMAXCONN_FIX 4096
+
 struct finding {
     const char *group;
     const char *id;
@@ -86,10 +89,12 @@ static void host_fix(const char *id, char **fix, char **persist)
     if (strcmp(id, "net.somaxconn") == 0) {
         free(*fix);
         free(*persist);
-        *fix = xstrdup("docker run --sysctl net.core.somaxconn=4096 (each container has its own "
-                       "network namespace)");
-        *persist = xstrdup("net.core.somaxconn: 4096 under sysctls: in the compose file, or in "
-                           "the pod's securityContext.sysctls");
+        *fix = xasprintf("docker run --sysctl net.core.somaxconn=%d (each container has its own "
+                         "network namespace)",
+                         SOMAXCONN_FIX);
+        *persist = xasprintf("net.core.somaxconn: %d under sysctls: in the compose file, or in "
+                             "the pod's securityContext.sysctls",
+                             SOMAXCONN_FIX);
         return;
     }
     char *f = xasprintf("on the host, not in this container: %s", *fix);
@@ -577,8 +582,9 @@ static void check_files(struct doc *d)
                       "dropped or retried after a second",
                       who(d), (unsigned long long)d->p->limits[RLIMIT_NOFILE].soft, somax)
                 : NULL,
-            bad ? fmt("sysctl -w net.core.somaxconn=4096") : NULL,
-            bad ? fmt("net.core.somaxconn = 4096 in /etc/sysctl.d/90-tunerun.conf") : NULL);
+            bad ? fmt("sysctl -w net.core.somaxconn=%d", SOMAXCONN_FIX) : NULL,
+            bad ? fmt("net.core.somaxconn = %d in /etc/sysctl.d/90-tunerun.conf", SOMAXCONN_FIX)
+                : NULL);
     }
     const struct profile_limit *nofile = d->p ? &d->p->limits[RLIMIT_NOFILE] : NULL;
     long long want = nofile && nofile->set ? (long long)nofile->hard : 0;
@@ -907,9 +913,9 @@ int doctor_run(FILE *out, const char *root, const struct profile *p, const char 
                     .p = p,
                     .data_dir = from_near ? near : data_dir,
                     .data_from_near = from_near};
-    /* under --root, the tree's own marks, Docker's and Podman's, found inside it */
+    /* under --root, the tree's own marks, found inside it */
     d.container = here ? cgroup_in_container()
-                       : has_file(&d, "/.dockerenv") || has_file(&d, "/run/.containerenv");
+                       : has_file(&d, container_marks[0]) || has_file(&d, container_marks[1]);
     check_cpu(&d);
     check_numa(&d);
     check_io(&d); /* before memory: the dirty pages are judged against this disk */

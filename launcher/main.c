@@ -846,7 +846,6 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         free(saved);
         log_error("rlimit: cannot lower to the plan's limits: %s; not executing %s",
                   strerror(error), shown);
-        unprivileged = pv && pv->change_id && geteuid() != 0;
         goto abandoned;
     }
     release_std_fds();
@@ -857,8 +856,9 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     (void)hold_std_fds(); /* what abandon() opens must not land on 0-2 */
     log_error("cannot execute '%s': %s", shown, strerror(error));
     status = error == ENOENT || error == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
-    unprivileged = pv && pv->change_id && geteuid() != 0;
 abandoned:
+    /* a failed drop says how far it got; past a whole one, the user it changed to does */
+    unprivileged = unprivileged || (pv && pv->change_id && geteuid() != 0);
     abandon(sd, t, &reg, &y, name, claim_fd, unprivileged);
     goto out;
 refused:
