@@ -836,6 +836,8 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         char *who = privs_describe(pv);
         log_info("ok      privileges             %s", who);
         free(who);
+        /* a failure from here on comes as the service's user, if the drop made one */
+        unprivileged = pv->change_id && geteuid() != 0;
     }
     log_info("executing %s", shown);
     fflush(NULL);
@@ -857,8 +859,6 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     log_error("cannot execute '%s': %s", shown, strerror(error));
     status = error == ENOENT || error == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
 abandoned:
-    /* a failed drop says how far it got; past a whole one, the user it changed to does */
-    unprivileged = unprivileged || (pv && pv->change_id && geteuid() != 0);
     abandon(sd, t, &reg, &y, name, claim_fd, unprivileged);
     goto out;
 refused:

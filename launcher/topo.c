@@ -870,27 +870,32 @@ static char *cache_read(struct topo *t, const struct state_dir *sd, const char *
 }
 /*
  * Whether sysfs's node directory is there and names no node: a container
- * that masks it with an empty tmpfs, an empty node/online. hwloc's Linux
- * backend asserts that Linux never does that and aborts the process
- * (hwloc 2.9's list_sysfsnode), so it must not be asked to look.
+ * that masks it with an empty tmpfs. hwloc's Linux backend asserts that
+ * Linux never does that and aborts the process, so it must not be asked to
+ * look. This follows hwloc 2.9's list_sysfsnode(): a node/online that opens
+ * is read whatever it holds (an empty one counts as node 0); else a
+ * directory it may read is listed for node<N> entries, and none is the
+ * assertion.
  */
 static bool nodes_masked(void)
 {
-    char online[4096];
-    if (read_line_file("/sys/devices/system/node/online", online, sizeof(online))) {
-        hwloc_bitmap_t set = hwloc_bitmap_alloc();
-        bool listed = bitmap_parse(set, online) && !hwloc_bitmap_iszero(set);
-        hwloc_bitmap_free(set);
-        if (listed)
-            return false;
+    int fd = open("/sys/devices/system/node/online", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0) {
+        close(fd);
+        return false;
     }
-    /* no usable node/online: hwloc lists the directory instead */
-    DIR *dir = opendir("/sys/devices/system/node");
+    const char *dir_path = "/sys/devices/system/node";
+    DIR *dir = access(dir_path, R_OK | X_OK) == 0 ? opendir(dir_path) : NULL;
     if (dir == NULL)
-        return false; /* no NUMA in this kernel: hwloc finds one node itself */
+        return false; /* no NUMA in this kernel, or none to see: hwloc makes one node */
     bool masked = true;
-    for (struct dirent *d; masked && (d = readdir(dir)) != NULL;)
-        masked = !(strncmp(d->d_name, "node", 4) == 0 && isdigit((unsigned char)d->d_name[4]));
+    for (struct dirent *d; masked && (d = readdir(dir)) != NULL;) {
+        char *end;
+        if (strncmp(d->d_name, "node", 4) == 0) {
+            (void)strtoul(d->d_name + 4, &end, 0);
+            masked = end == d->d_name + 4;
+        }
+    }
     closedir(dir);
     return masked;
 }
@@ -1000,8 +1005,8 @@ static bool load_host(struct topo *t, const struct state_dir *sd, struct machine
         hwloc_topology_destroy(found);
         /* CPUs and no core: sysfs's CPU topology is masked, and hwloc guessed */
         if (key && m->ncores == 0 && !hwloc_bitmap_iszero(m->online))
-            cache_note(t, "hwloc found no cores (is /sys/devices/system/cpu masked?), so what "
-                          "it found is not cached");
+            cache_note(t, "hwloc found no cores (sysfs gives no CPU topology: masked?), so "
+                          "what it found is not cached");
         else if (key)
             cache_write(t, sd, key, m);
     }
