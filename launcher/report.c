@@ -343,6 +343,8 @@ void report_topo_text(FILE *f, const struct topo *t)
     fprintf(f, "topology   ");
     topo_summary(f, t);
     char *aff = bitmap_list(t->binding), *off = bitmap_list(t->offline);
+    if (t->blind)
+        fprintf(f, "\nguess      %s", t->blind);
     if (t->source == TOPO_HOST) /* an export's is no process's */
         fprintf(f, "\naffinity   %s (inherited)\n", aff ? aff : "");
     else
@@ -426,6 +428,11 @@ void report_topo_json(FILE *f, const struct topo *t)
     json_string(f, t->desc);
     fprintf(f, ",\n  \"cache\": \"%s\",\n  \"cache_note\": ", cache_name(t->cache));
     json_string(f, t->cache_note);
+    fprintf(f, ",\n  \"guess\": "); /* why hwloc could only guess the machine, or null */
+    if (t->blind)
+        json_string(f, t->blind);
+    else
+        fputs("null", f);
     fprintf(f, ",\n  \"cpus\": ");
     json_list(f, t->cpus);
     /* as in the text: an export's missing CPUs may be offline or outside its cpuset */

@@ -900,9 +900,18 @@ static bool nodes_masked(void)
     return masked;
 }
 
-static hwloc_topology_t discover_host(struct err *e)
+/*
+ * Discover this machine. Without /sys hwloc can only guess it (one node
+ * with the CPUs this process may use) and says so in a bare line of its
+ * own; t->blind then says it the way tunerun's messages do, and the plan
+ * warns, so hwloc's line is hidden for that load.
+ */
+static hwloc_topology_t discover_host(struct topo *t, struct err *e)
 {
     hwloc_topology_t topo;
+    if (access("/sys/devices/system/cpu", F_OK) != 0)
+        t->blind = "no /sys/devices/system/cpu (is /sys mounted?), so hwloc can only guess this "
+                   "machine: one node, no cores";
     if (nodes_masked()) {
         err_set(e, "/sys/devices/system/node names no NUMA node (masked, as some containers "
                    "do?): hwloc cannot discover this machine without it (fix: leave "
@@ -911,7 +920,17 @@ static hwloc_topology_t discover_host(struct err *e)
     }
     if (!new_topology(&topo, true, BASE_FLAGS, e))
         return NULL;
-    if (hwloc_topology_load(topo) < 0) {
+    const char *hide = getenv("HWLOC_HIDE_ERRORS");
+    char *caller_hide = hide ? xstrdup(hide) : NULL;
+    if (t->blind)
+        setenv("HWLOC_HIDE_ERRORS", "2", 1);
+    int loaded = hwloc_topology_load(topo);
+    if (caller_hide)
+        setenv("HWLOC_HIDE_ERRORS", caller_hide, 1);
+    else
+        unsetenv("HWLOC_HIDE_ERRORS");
+    free(caller_hide);
+    if (loaded < 0) {
         err_set(e, "cannot discover this machine's topology: %s", strerror(errno));
     } else if (!hwloc_topology_is_thissystem(topo)) {
         /* HWLOC_FSROOT (a copied sysfs) makes the Linux backend describe another machine. */
@@ -999,7 +1018,7 @@ static bool load_host(struct topo *t, const struct state_dir *sd, struct machine
         }
         cache_note(t, "%s/%s: %s", sd->path, CACHE_NAME, why);
     }
-    hwloc_topology_t found = discover_host(e);
+    hwloc_topology_t found = discover_host(t, e);
     if (found) {
         machine_from_hwloc(found, m, false); /* this process's allowed sets come later */
         hwloc_topology_destroy(found);

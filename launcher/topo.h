@@ -70,6 +70,8 @@ struct topo {
     struct topo_kind *kinds;
     size_t nkinds;
     bool memory_known; /* false when no node reports any memory (some XMLs) */
+    /* why hwloc could only guess this machine (no /sys: one node, no cores), else NULL */
+    const char *blind;
 
     enum topo_cache cache;
     char *cache_note; /* what happened with the cache and why, for -v; may be NULL */

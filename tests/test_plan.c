@@ -771,6 +771,28 @@ static void test_memory_auto(void **state)
     topo_free(&t);
 }
 
+/* A topology hwloc could only guess (no /sys) is planned on, with a warning --strict heeds. */
+static void test_blind_topology_warns(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("synthetic:pack:1 numa:1 core:2 pu:1");
+    struct profile p = load_profile("redis", NULL);
+    struct plan pl = make_plan(&p, &t, NULL);
+    assert_null(note_with(&pl, NOTE_WARN, "topology: "));
+    plan_free(&pl);
+    t.blind = "no /sys/devices/system/cpu (is /sys mounted?), so hwloc can only guess";
+    pl = make_plan(&p, &t, NULL);
+    assert_non_null(note_with(&pl, NOTE_WARN,
+                              "topology: no /sys/devices/system/cpu (is /sys mounted?), so hwloc "
+                              "can only guess; CPUs and memory are placed on that guess (fix: "
+                              "mount sysfs where tunerun runs: mount -t sysfs sysfs /sys)"));
+    assert_true(pl.degraded);
+    assert_false(hwloc_bitmap_iszero(pl.cpus)); /* placed all the same */
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&t);
+}
+
 static void test_derived_environment(void **state)
 {
     (void)state;
@@ -1899,6 +1921,7 @@ int main(void)
         cmocka_unit_test(test_memory_auto_grows_near),
         cmocka_unit_test(test_memory_auto),
         cmocka_unit_test(test_derived_environment),
+        cmocka_unit_test(test_blind_topology_warns),
         cmocka_unit_test(test_env_substitution),
         cmocka_unit_test(test_impossible_asks_are_degraded),
         cmocka_unit_test(test_thp_and_limit_steps),
