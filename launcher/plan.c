@@ -2168,11 +2168,9 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
         note(pl, NOTE_INFO,
              "security: the service keeps uid 0: with fewer capabilities it still owns root's "
              "files (/etc, units, cron); [security] user contains it");
-    if (t->blind)
-        note(pl, NOTE_WARN,
-             "topology: %s; CPUs and memory are placed on that guess (fix: mount sysfs where "
-             "tunerun runs: mount -t sysfs sysfs /sys)",
-             t->blind);
+    if (t->guess)
+        note(pl, NOTE_WARN, "topology: %s; CPUs and memory are placed on that guess (fix: %s)",
+             t->guess->why, t->guess->fix);
     pl->cpus = hwloc_bitmap_alloc();
     pl->nodes = hwloc_bitmap_alloc();
     pl->mem_nodes = hwloc_bitmap_alloc();

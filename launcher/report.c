@@ -343,8 +343,8 @@ void report_topo_text(FILE *f, const struct topo *t)
     fprintf(f, "topology   ");
     topo_summary(f, t);
     char *aff = bitmap_list(t->binding), *off = bitmap_list(t->offline);
-    if (t->blind)
-        fprintf(f, "\nguess      %s", t->blind);
+    if (t->guess)
+        fprintf(f, "\nguess      %s (fix: %s)", t->guess->why, t->guess->fix);
     if (t->source == TOPO_HOST) /* an export's is no process's */
         fprintf(f, "\naffinity   %s (inherited)\n", aff ? aff : "");
     else
@@ -429,8 +429,8 @@ void report_topo_json(FILE *f, const struct topo *t)
     fprintf(f, ",\n  \"cache\": \"%s\",\n  \"cache_note\": ", cache_name(t->cache));
     json_string(f, t->cache_note);
     fprintf(f, ",\n  \"guess\": "); /* why hwloc could only guess the machine, or null */
-    if (t->blind)
-        json_string(f, t->blind);
+    if (t->guess)
+        json_string(f, t->guess->why);
     else
         fputs("null", f);
     fprintf(f, ",\n  \"cpus\": ");

@@ -900,18 +900,62 @@ static bool nodes_masked(void)
     return masked;
 }
 
+/* Whether sysfs has one of the CPU topology files hwloc needs, for this CPU. */
+static bool cpu_topology_file(unsigned cpu)
+{
+    static const char *const names[] = {"package_cpus", "core_cpus", "core_siblings",
+                                        "thread_siblings"};
+    char path[128];
+    for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%u/topology/%s", cpu, names[i]);
+        if (access(path, R_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
+static const struct topo_guess no_sysfs = {
+    "no /sys/devices/system/cpu (is /sys mounted?), so hwloc can only guess this machine: one "
+    "node, no cores",
+    "mount sysfs where tunerun runs: mount -t sysfs sysfs /sys"};
+static const struct topo_guess cpus_masked = {
+    "/sys/devices/system/cpu shows no CPU topology (masked, as some containers do?), so hwloc "
+    "can only guess this machine: one node, no cores",
+    "leave /sys/devices/system/cpu unmasked"};
+
 /*
- * Discover this machine. Without /sys hwloc can only guess it (one node
- * with the CPUs this process may use) and says so in a bare line of its
- * own; t->blind then says it the way tunerun's messages do, and the plan
- * warns, so hwloc's line is hidden for that load.
+ * Why hwloc's Linux backend will not read this machine, or NULL. It gives
+ * up on sysfs, NUMA nodes and all, unless cpu0, or else the first online
+ * CPU, has a topology file it knows (hwloc 2.9's check_sysfs_cpu_path()),
+ * and then guesses one node with the CPUs this process may use.
+ */
+static const struct topo_guess *hwloc_guesses(void)
+{
+    if (access("/sys/devices/system/cpu", F_OK) != 0)
+        return &no_sysfs;
+    if (access("/sys/devices/system/cpu", R_OK | X_OK) == 0 && cpu_topology_file(0))
+        return NULL;
+    char online[64];
+    unsigned long first;
+    if (access("/sys/devices/system/cpu", R_OK | X_OK) == 0 &&
+        read_line_file("/sys/devices/system/cpu/online", online, sizeof(online)) &&
+        sscanf(online, "%lu", &first) == 1 && first <= UINT_MAX &&
+        cpu_topology_file((unsigned)first))
+        return NULL;
+    return &cpus_masked;
+}
+
+/*
+ * Discover this machine. Where hwloc can only guess it, it says so in a
+ * bare line of its own; t->guess says it the way tunerun's messages do,
+ * and the plan warns, so hwloc's line is hidden, unless the caller set
+ * HWLOC_HIDE_ERRORS. (hwloc reads that variable once a process; tunerun
+ * discovers once.)
  */
 static hwloc_topology_t discover_host(struct topo *t, struct err *e)
 {
     hwloc_topology_t topo;
-    if (access("/sys/devices/system/cpu", F_OK) != 0)
-        t->blind = "no /sys/devices/system/cpu (is /sys mounted?), so hwloc can only guess this "
-                   "machine: one node, no cores";
+    t->guess = hwloc_guesses();
     if (nodes_masked()) {
         err_set(e, "/sys/devices/system/node names no NUMA node (masked, as some containers "
                    "do?): hwloc cannot discover this machine without it (fix: leave "
@@ -920,18 +964,14 @@ static hwloc_topology_t discover_host(struct topo *t, struct err *e)
     }
     if (!new_topology(&topo, true, BASE_FLAGS, e))
         return NULL;
-    const char *hide = getenv("HWLOC_HIDE_ERRORS");
-    char *caller_hide = hide ? xstrdup(hide) : NULL;
-    if (t->blind)
+    bool hide = t->guess && getenv("HWLOC_HIDE_ERRORS") == NULL;
+    if (hide)
         setenv("HWLOC_HIDE_ERRORS", "2", 1);
-    int loaded = hwloc_topology_load(topo);
-    if (caller_hide)
-        setenv("HWLOC_HIDE_ERRORS", caller_hide, 1);
-    else
-        unsetenv("HWLOC_HIDE_ERRORS");
-    free(caller_hide);
+    int loaded = hwloc_topology_load(topo), error = errno;
+    if (hide)
+        unsetenv("HWLOC_HIDE_ERRORS"); /* not the service's */
     if (loaded < 0) {
-        err_set(e, "cannot discover this machine's topology: %s", strerror(errno));
+        err_set(e, "cannot discover this machine's topology: %s", strerror(error));
     } else if (!hwloc_topology_is_thissystem(topo)) {
         /* HWLOC_FSROOT (a copied sysfs) makes the Linux backend describe another machine. */
         err_set(e, "hwloc describes another machine (HWLOC_FSROOT or HWLOC_THISSYSTEM is set "

@@ -29,6 +29,11 @@ enum topo_cache {
 
 struct state_dir;
 
+/* Why hwloc's Linux backend could only guess the machine, and what makes it see. */
+struct topo_guess {
+    const char *why, *fix;
+};
+
 struct topo_node {
     unsigned os_index;
     hwloc_bitmap_t cpus; /* allowed online PUs whose home is this node */
@@ -70,8 +75,8 @@ struct topo {
     struct topo_kind *kinds;
     size_t nkinds;
     bool memory_known; /* false when no node reports any memory (some XMLs) */
-    /* why hwloc could only guess this machine (no /sys: one node, no cores), else NULL */
-    const char *blind;
+    /* why hwloc could only guess this machine (one node, no cores), and the fix; else NULL */
+    const struct topo_guess *guess;
 
     enum topo_cache cache;
     char *cache_note; /* what happened with the cache and why, for -v; may be NULL */
