@@ -149,10 +149,7 @@ static const char *control_why(const char *cc)
         return buf;
     }
     /* the character's bytes, as far as they are one */
-    size_t len = c >= 0xf0 && c <= 0xf4   ? 4
-                 : c >= 0xe0 && c <= 0xef ? 3
-                 : c >= 0xc2 && c <= 0xdf ? 2
-                                          : 1;
+    size_t len = utf8_lead_len(c) ? utf8_lead_len(c) : 1;
     for (size_t i = 0; i < len && (i == 0 || ((unsigned char)cc[i] & 0xc0) == 0x80); i++)
         snprintf(shown + 4 * i, sizeof(shown) - 4 * i, "\\x%02x", (unsigned char)cc[i]);
     snprintf(buf, sizeof(buf),

@@ -13,24 +13,6 @@
 #define MIB (1024.0 * 1024.0)
 #define GIB (1024.0 * MIB)
 
-/* Length of the valid UTF-8 sequence at p; 0 also for overlong forms, surrogates, past U+10FFFF. */
-static size_t utf8_len(const unsigned char *p)
-{
-    size_t n = p[0] >= 0xc2 && p[0] <= 0xdf   ? 2
-               : p[0] >= 0xe0 && p[0] <= 0xef ? 3
-               : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4
-                                              : 0;
-    if (n == 0)
-        return 0;
-    for (size_t i = 1; i < n; i++)
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    if ((n == 3 && p[0] == 0xe0 && p[1] < 0xa0) || (n == 3 && p[0] == 0xed && p[1] >= 0xa0) ||
-        (n == 4 && p[0] == 0xf0 && p[1] < 0x90) || (n == 4 && p[0] == 0xf4 && p[1] >= 0x90))
-        return 0;
-    return n;
-}
-
 /* A JSON string: escaped, and valid UTF-8 whatever a profile or path held. */
 void json_string(FILE *f, const char *s)
 {
@@ -58,7 +40,7 @@ void json_string(FILE *f, const char *s)
             } else if (*p < 0x80) {
                 fputc(*p, f);
             } else {
-                size_t n = utf8_len(p);
+                size_t n = utf8_valid(p);
                 if (n == 0) {
                     fputs("\\ufffd", f); /* not UTF-8: replaced, as JSON requires */
                 } else {

@@ -477,27 +477,34 @@ const char *boot_id(void)
     return state > 0 ? id : NULL;
 }
 
+size_t utf8_lead_len(unsigned char c)
+{
+    return c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+}
+
+size_t utf8_valid(const unsigned char *p)
+{
+    size_t len = utf8_lead_len(p[0]);
+    for (size_t k = 1; k < len; k++)
+        if ((p[k] & 0xc0) != 0x80)
+            return 0;
+    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] > 0x9f) ||
+        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] > 0x8f))
+        return 0; /* overlong, a surrogate, beyond U+10FFFF */
+    return len;
+}
+
 /*
  * The length of the UTF-8 character at s that a terminal may show as text:
  * 0 for a byte that starts none, a C1 control (U+0080..U+009F, which a
  * UTF-8 terminal may act on as it would on ESC), or a character that
  * reorders or breaks the line as shown (bidi controls, line separators).
- * Written here: glibc's mbrtowc() follows the locale, and tunerun runs in
- * whatever locale its caller has, often C.
  */
 static size_t utf8_char(const unsigned char *s)
 {
-    size_t len = s[0] >= 0xc2 && s[0] <= 0xdf   ? 2
-                 : s[0] >= 0xe0 && s[0] <= 0xef ? 3
-                 : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4
-                                                : 0;
-    for (size_t k = 1; k < len; k++)
-        if ((s[k] & 0xc0) != 0x80)
-            return 0;
-    if ((s[0] == 0xc2 && s[1] < 0xa0) || (s[0] == 0xe0 && s[1] < 0xa0) ||
-        (s[0] == 0xed && s[1] > 0x9f) || (s[0] == 0xf0 && s[1] < 0x90) ||
-        (s[0] == 0xf4 && s[1] > 0x8f))
-        return 0; /* C1, overlong, a surrogate, beyond U+10FFFF */
+    size_t len = utf8_valid(s);
+    if (len == 0 || (s[0] == 0xc2 && s[1] < 0xa0))
+        return 0; /* not UTF-8, or C1 */
     /* what reorders or breaks the line as shown: U+061C, U+200E/F, U+2028..E, U+2066..9 */
     if (s[0] == 0xd8 && s[1] == 0x9c)
         return 0;

@@ -68,6 +68,16 @@ const char *str_unharmful(char *buf, size_t n, const char *s);
  */
 const char *str_harmful(const char *s);
 
+/*
+ * UTF-8, decoded by hand: glibc's mbrtowc() follows the locale, and tunerun
+ * runs in whatever locale its caller has, often C. utf8_lead_len() is how
+ * many bytes a sequence that starts with c has (2 to 4), 0 for a byte that
+ * starts none; utf8_valid() the length of the well-formed character at p,
+ * 0 also for an overlong form, a surrogate or one past U+10FFFF.
+ */
+size_t utf8_lead_len(unsigned char c);
+size_t utf8_valid(const unsigned char *p);
+
 /* The first line of a small file (a sysfs or procfs value), without "\n". */
 bool read_line_file(const char *path, char *buf, size_t n);
 

@@ -50,6 +50,43 @@ static void test_long_message(void **state)
     assert_string_equal(e.msg, "short: 1");
 }
 
+/* The one UTF-8 decoder messages, escapes and JSON share: what is a character, and how long. */
+static void test_utf8(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *bytes;
+        size_t len;
+    } cases[] = {
+        {"\xc3\xa9", 2},         /* e acute */
+        {"\xc2\x85", 2},         /* C1 NEL: well-formed (JSON keeps it; escapes do not) */
+        {"\xe2\x82\xac", 3},     /* euro */
+        {"\xf0\x9f\x98\x80", 4}, /* an emoji */
+        {"\xf4\x8f\xbf\xbf", 4}, /* U+10FFFF */
+        {"\xc0\xaf", 0},         /* overlong '/' */
+        {"\xe0\x80\xaf", 0},     /* overlong */
+        {"\xed\xa0\x80", 0},     /* a surrogate */
+        {"\xf4\x90\x80\x80", 0}, /* past U+10FFFF */
+        {"\xf5\x80\x80\x80", 0}, /* no lead byte */
+        {"\xe2\x82", 0},         /* cut short by the end */
+        {"\x80", 0},             /* a continuation alone */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
+        assert_int_equal(utf8_valid((const unsigned char *)cases[i].bytes), cases[i].len);
+    assert_int_equal(utf8_lead_len(0xdf), 2);
+    assert_int_equal(utf8_lead_len(0xc1), 0);
+    assert_int_equal(utf8_lead_len(0xf4), 4);
+    assert_int_equal(utf8_lead_len('a'), 0);
+    /* a terminal's view: C1 and bidi controls are escaped, other characters kept */
+    char buf[64];
+    assert_string_equal(str_escaped(buf, sizeof(buf),
+                                    "a\xc2\x85\xe2\x80\xae"
+                                    "b\xc3\xa9",
+                                    64),
+                        "a\\xc2\\x85\\xe2\\x80\\xae"
+                        "b\xc3\xa9");
+}
+
 static void test_bool(void **state)
 {
     (void)state;
@@ -198,6 +235,7 @@ int main(void)
         cmocka_unit_test(test_size),     cmocka_unit_test(test_rlim),
         cmocka_unit_test(test_trim),     cmocka_unit_test(test_registry_line),
         cmocka_unit_test(test_lock_ino), cmocka_unit_test(test_long_message),
+        cmocka_unit_test(test_utf8),
     };
     return cmocka_run_group_tests_name("parse", tests, NULL, NULL);
 }
