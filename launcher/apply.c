@@ -69,15 +69,6 @@ static bool have_cap(cap_value_t cap)
     return v == CAP_SET;
 }
 
-static long read_long_file(const char *path)
-{
-    char buf[64], *end;
-    if (!read_line_file(path, buf, sizeof(buf)))
-        return -1;
-    long v = strtol(buf, &end, 10);
-    return end == buf ? -1 : v;
-}
-
 /* RLIM_INFINITY is the largest rlim_t */
 #define RLIM_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define RLIM_MIN(a, b) ((a) < (b) ? (a) : (b))

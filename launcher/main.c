@@ -572,11 +572,10 @@ static long nofile_ceiling(const struct profile *p, const struct topo *t)
 {
     const struct profile_limit *l = &p->limits[RLIMIT_NOFILE];
     struct rlimit now;
-    char line[32];
     if (!l->set || t->source != TOPO_HOST || getrlimit(RLIMIT_NOFILE, &now) != 0 ||
-        l->hard <= now.rlim_max || !read_line_file("/proc/sys/fs/nr_open", line, sizeof(line)))
+        l->hard <= now.rlim_max)
         return 0;
-    long v = strtol(line, NULL, 10);
+    long v = read_long_file("/proc/sys/fs/nr_open");
     return v > 0 ? v : 0;
 }
 

@@ -313,6 +313,15 @@ bool read_line_file(const char *path, char *buf, size_t n)
     return read_line_fd(fd, buf, n);
 }
 
+long read_long_file(const char *path)
+{
+    char buf[64], *end;
+    if (!read_line_file(path, buf, sizeof(buf)))
+        return -1;
+    long v = strtol(buf, &end, 10);
+    return end == buf ? -1 : v;
+}
+
 bool read_line_regular(const char *path, char *buf, size_t n)
 {
     int fd = open_regular(path);

@@ -80,6 +80,11 @@ size_t utf8_valid(const unsigned char *p);
 
 /* The first line of a small file (a sysfs or procfs value), without "\n". */
 bool read_line_file(const char *path, char *buf, size_t n);
+/* That line's leading number (a sysctl, oom_score_adj); -1 when there is none. */
+long read_long_file(const char *path);
+
+/* Whether path is dir or below it ("/a/b" is in "/a" and in "/a/", not in "/ab"). */
+bool path_within(const char *path, const char *dir);
 
 /*
  * A file of a tree someone else made (doctor's --root, a fixture, a path a
@@ -90,9 +95,6 @@ bool read_line_file(const char *path, char *buf, size_t n);
  * (EINVAL: something else). Without /proc the file is opened by name again
  * and kept only if it is the same inode.
  */
-/* Whether path is dir or below it ("/a/b" is in "/a" and in "/a/", not in "/ab"). */
-bool path_within(const char *path, const char *dir);
-
 int open_inert(const char *path, bool dirs);
 int open_regular(const char *path); /* open_inert(path, false) */
 /*
