@@ -107,7 +107,8 @@ static void apply_rlimit(const struct plan_step *s, struct step_result *r)
     int error = errno;
     /* The hard limit could not be raised: go as high as the current hard limit allows. */
     char why[160] = "", first[96] = "";
-    long nr_open = res == RLIMIT_NOFILE ? read_long_file("/proc/sys/fs/nr_open") : -1;
+    /* read by the plan when the hard limit is to rise past tunerun's, as it failed to here */
+    long nr_open = res == RLIMIT_NOFILE ? s->u.rlimit.nr_open : -1;
     if (nr_open > 0 && want.rlim_max > (rlim_t)nr_open) {
         /* no one may set it, root with every capability included, until the sysctl is raised */
         snprintf(why, sizeof(why), "it exceeds fs.nr_open (%ld)", nr_open);

@@ -1818,6 +1818,7 @@ static void add_limit_steps(struct ctx *c)
         s->u.rlimit.resource = r;
         s->u.rlimit.soft = l->soft;
         s->u.rlimit.hard = l->hard;
+        s->u.rlimit.nr_open = r == RLIMIT_NOFILE ? c->nr_open : 0;
         if (r == RLIMIT_NOFILE && c->nr_open > 0 && l->hard > (rlim_t)c->nr_open) {
             /* the kernel's ceiling for everyone, root with every capability included */
             bool boxed = c->cgroup && c->cgroup->container; /* the sysctl is the host's */

@@ -51,6 +51,7 @@ struct plan_step {
         struct {
             int resource;
             rlim_t soft, hard;
+            long nr_open; /* nofile: fs.nr_open as the plan read it; 0: not read */
         } rlimit;
         int oom_score_adj;
         struct {
