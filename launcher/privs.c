@@ -364,9 +364,15 @@ static bool holds_none(void)
     return none;
 }
 
+/* What makes it moot besides no_new_privs: nothing kept, nothing held. */
+static bool moot_with_nnp(const struct privs *pv)
+{
+    return pv->keep == 0 && holds_none();
+}
+
 static bool bound_moot(const struct privs *pv)
 {
-    return pv->no_new_privs && pv->keep == 0 && holds_none();
+    return pv->no_new_privs && moot_with_nnp(pv);
 }
 
 /*
@@ -432,8 +438,7 @@ static int preflight(const struct privs *pv, bool *moot, char *err, size_t n)
         at = pv->user_at;
     }
     /* CAP_SETPCAP is all it lacks, and no_new_privs would make the bounding set moot */
-    bool nnp_would_do =
-        lacks_setpcap && nlacks == 1 && !pv->no_new_privs && pv->keep == 0 && holds_none();
+    bool nnp_would_do = lacks_setpcap && nlacks == 1 && !pv->no_new_privs && moot_with_nnp(pv);
     if (nlacks && euid != 0)
         /* docker run --user, a pod's runAsUser, a unit's User=: the runtime made the change */
         r = refuse(err, n,

@@ -638,7 +638,7 @@ static bool load_file(struct loader *L, const char *path, const char *text, cons
             }
             char *inc = resolve_include(L, tok, file);
             if (inc == NULL) {
-                const char *why = L->paths ? L->paths->unsearched : NULL;
+                const char *why = L->paths->unsearched;
                 err_set(e, "%s:%d: profile.include: no profile '%s' found%s%s", file, line, tok,
                         why ? "; " : "", why ? why : "");
                 ok = false;

@@ -933,12 +933,13 @@ static const struct topo_guess *hwloc_guesses(void)
 {
     if (access("/sys/devices/system/cpu", F_OK) != 0)
         return &no_sysfs;
-    if (access("/sys/devices/system/cpu", R_OK | X_OK) == 0 && cpu_topology_file(0))
+    if (access("/sys/devices/system/cpu", R_OK | X_OK) != 0)
+        return &cpus_masked;
+    if (cpu_topology_file(0))
         return NULL;
     char online[64];
     unsigned long first;
-    if (access("/sys/devices/system/cpu", R_OK | X_OK) == 0 &&
-        read_line_file("/sys/devices/system/cpu/online", online, sizeof(online)) &&
+    if (read_line_file("/sys/devices/system/cpu/online", online, sizeof(online)) &&
         sscanf(online, "%lu", &first) == 1 && first <= UINT_MAX &&
         cpu_topology_file((unsigned)first))
         return NULL;
