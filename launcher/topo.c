@@ -869,20 +869,66 @@ static char *cache_read(struct topo *t, const struct state_dir *sd, const char *
     return text;
 }
 /*
- * Whether sysfs's node directory is there and names no node: a container
- * that masks it with an empty tmpfs. hwloc's Linux backend asserts that
- * Linux never does that and aborts the process, so it must not be asked to
- * look. This follows hwloc 2.9's list_sysfsnode(): a node/online that opens
- * is read whatever it holds (an empty one counts as node 0); else a
- * directory it may read is listed for node<N> entries, and none is the
- * assertion.
+ * Whether hwloc 2.9 reads this node/online text as no node at all. Its
+ * cpulist reader (hwloc__read_path_as_cpulist(), not the list parser
+ * tunerun uses elsewhere, which refuses what it cannot read) starts from a
+ * full set and clears the gaps around each comma-separated segment, in
+ * ints: an empty text is node 0, "0,2-1" is node 0, but "1-0" or "-1"
+ * clears everything. Done here with hwloc's own bitmap calls, step by step.
  */
-static bool nodes_masked(void)
+static bool hwloc_reads_no_node(char *text)
 {
+    hwloc_bitmap_t set = hwloc_bitmap_alloc_full();
+    int prevlast = -1;
+    for (char *cur = text;;) {
+        char *comma = strchr(cur, ','), *end;
+        if (comma)
+            *comma = '\0';
+        int first = (int)strtoul(cur, &end, 0);
+        int last = *end == '-' ? (int)strtoul(end + 1, NULL, 0) : first;
+        /* hwloc's int arithmetic, without C's undefined overflow */
+        int after = (int)((unsigned)prevlast + 1u), before = (int)((unsigned)first - 1u);
+        if (after <= before)
+            hwloc_bitmap_clr_range(set, (unsigned)after, before);
+        prevlast = last;
+        if (!comma)
+            break;
+        cur = comma + 1;
+    }
+    hwloc_bitmap_clr_range(set, (unsigned)(int)((unsigned)prevlast + 1u), -1);
+    bool none = hwloc_bitmap_weight(set) < 1;
+    hwloc_bitmap_free(set);
+    return none;
+}
+
+/*
+ * Whether sysfs's node directory names no node, as hwloc reads it: a
+ * container that masks it with an empty tmpfs, or fakes node/online.
+ * hwloc's Linux backend asserts that Linux never does that and aborts the
+ * process, so it must not be asked to look. This follows hwloc 2.9's
+ * list_sysfsnode(): a node/online that opens and reads is read whatever it
+ * holds (above); else a directory it may read is listed for node<N>
+ * entries, and none is the assertion. `online` gets what a node/online
+ * that names no node says, or stays empty.
+ */
+static bool nodes_masked(char *online, size_t n)
+{
+    *online = '\0';
     int fd = open("/sys/devices/system/node/online", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd >= 0) {
+        char *text;
+        size_t len;
+        int error = read_fd_text(fd, 1UL << 20, &text, &len);
         close(fd);
-        return false;
+        if (error == 0) {
+            str_escaped(online, n, text, 64); /* before the reading cuts it at its commas */
+            bool none = hwloc_reads_no_node(text);
+            if (!none)
+                *online = '\0';
+            free(text);
+            return none;
+        }
+        /* hwloc lists the directory when the file does not read */
     }
     const char *dir_path = "/sys/devices/system/node";
     DIR *dir = access(dir_path, R_OK | X_OK) == 0 ? opendir(dir_path) : NULL;
@@ -956,11 +1002,19 @@ static const struct topo_guess *hwloc_guesses(void)
 static hwloc_topology_t discover_host(struct topo *t, struct err *e)
 {
     hwloc_topology_t topo;
+    char online[96];
     t->guess = hwloc_guesses();
-    if (nodes_masked()) {
-        err_set(e, "/sys/devices/system/node names no NUMA node (masked, as some containers "
-                   "do?): hwloc cannot discover this machine without it (fix: leave "
-                   "/sys/devices/system/node unmasked)");
+    if (nodes_masked(online, sizeof(online))) {
+        if (*online)
+            err_set(e,
+                    "/sys/devices/system/node/online reads '%s', which names no NUMA node (a "
+                    "container's fake?): hwloc cannot discover this machine from it (fix: leave "
+                    "/sys/devices/system/node as the kernel shows it)",
+                    online);
+        else
+            err_set(e, "/sys/devices/system/node names no NUMA node (masked, as some containers "
+                       "do?): hwloc cannot discover this machine without it (fix: leave "
+                       "/sys/devices/system/node unmasked)");
         return NULL;
     }
     if (!new_topology(&topo, true, BASE_FLAGS, e))
