@@ -886,54 +886,68 @@ static bool hwloc_reads_no_node(char *text)
             *comma = '\0';
         int first = (int)strtoul(cur, &end, 0);
         int last = *end == '-' ? (int)strtoul(end + 1, NULL, 0) : first;
-        /* hwloc's int arithmetic, without C's undefined overflow */
-        int after = (int)((unsigned)prevlast + 1u), before = (int)((unsigned)first - 1u);
-        if (after <= before)
-            hwloc_bitmap_clr_range(set, (unsigned)after, before);
+        /*
+         * hwloc's test, prevlast + 1 <= first - 1, overflows at INT_MAX;
+         * Debian's build compares prevlast < first - 1, its - 1 wrapping,
+         * and so does this, in unsigned arithmetic where C would not wrap.
+         */
+        int before = (int)((unsigned)first - 1u);
+        if (prevlast < before)
+            hwloc_bitmap_clr_range(set, (unsigned)prevlast + 1u, before);
         prevlast = last;
         if (!comma)
             break;
         cur = comma + 1;
     }
-    hwloc_bitmap_clr_range(set, (unsigned)(int)((unsigned)prevlast + 1u), -1);
+    hwloc_bitmap_clr_range(set, (unsigned)prevlast + 1u, -1);
     bool none = hwloc_bitmap_weight(set) < 1;
     hwloc_bitmap_free(set);
     return none;
 }
 
 /*
- * Whether sysfs's node directory names no node, as hwloc reads it: a
- * container that masks it with an empty tmpfs, or fakes node/online.
- * hwloc's Linux backend asserts that Linux never does that and aborts the
- * process, so it must not be asked to look. This follows hwloc 2.9's
- * list_sysfsnode(): a node/online that opens and reads is read whatever it
- * holds (above); else a directory it may read is listed for node<N>
- * entries, and none is the assertion. `online` gets what a node/online
- * that names no node says, or stays empty.
+ * Why hwloc 2.9 would abort on this machine's node directory (in `why`),
+ * or false: a container that masks it with an empty tmpfs, or fakes
+ * node/online. hwloc's Linux backend asserts that Linux never does that
+ * and aborts the process, so it must not be asked to look. This follows
+ * its list_sysfsnode(), which it reaches only when it may read the
+ * directory (and has CPU topology to read, which the caller checks): a
+ * node/online that opens and reads is read whatever it holds (above),
+ * but one over INERT_MAX is refused rather than read as hwloc would;
+ * else the directory is listed for node<N> entries, and none is the
+ * assertion.
  */
-static bool nodes_masked(char *online, size_t n)
+static bool nodes_masked(char *why, size_t n)
 {
-    *online = '\0';
+    static const char fake[] = "(a container's fake?): hwloc cannot discover this machine from "
+                               "it (fix: leave /sys/devices/system/node as the kernel shows it)";
+    const char *dir_path = "/sys/devices/system/node";
+    if (access(dir_path, R_OK | X_OK) != 0)
+        return false; /* no NUMA in this kernel, or none to see: hwloc makes one node */
     int fd = open("/sys/devices/system/node/online", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd >= 0) {
-        char *text;
+        char *text, shown[ESCAPED_SIZE(64)];
         size_t len;
-        int error = read_fd_text(fd, 1UL << 20, &text, &len);
+        int error = read_fd_text(fd, INERT_MAX, &text, &len);
         close(fd);
+        if (error == EFBIG) {
+            snprintf(why, n, "%s/online is over %lu MiB %s", dir_path, INERT_MAX >> 20, fake);
+            return true;
+        }
         if (error == 0) {
-            str_escaped(online, n, text, 64); /* before the reading cuts it at its commas */
+            str_escaped(shown, sizeof(shown), text, 64); /* before the reading cuts it */
             bool none = hwloc_reads_no_node(text);
-            if (!none)
-                *online = '\0';
             free(text);
+            if (none)
+                snprintf(why, n, "%s/online reads '%s', which names no NUMA node %s", dir_path,
+                         shown, fake);
             return none;
         }
         /* hwloc lists the directory when the file does not read */
     }
-    const char *dir_path = "/sys/devices/system/node";
-    DIR *dir = access(dir_path, R_OK | X_OK) == 0 ? opendir(dir_path) : NULL;
+    DIR *dir = opendir(dir_path);
     if (dir == NULL)
-        return false; /* no NUMA in this kernel, or none to see: hwloc makes one node */
+        return false;
     bool masked = true;
     for (struct dirent *d; masked && (d = readdir(dir)) != NULL;) {
         char *end;
@@ -943,6 +957,11 @@ static bool nodes_masked(char *online, size_t n)
         }
     }
     closedir(dir);
+    if (masked)
+        snprintf(why, n,
+                 "%s names no NUMA node (masked, as some containers do?): hwloc cannot discover "
+                 "this machine without it (fix: leave %s unmasked)",
+                 dir_path, dir_path);
     return masked;
 }
 
@@ -1002,19 +1021,11 @@ static const struct topo_guess *hwloc_guesses(void)
 static hwloc_topology_t discover_host(struct topo *t, struct err *e)
 {
     hwloc_topology_t topo;
-    char online[96];
+    char why[ESCAPED_SIZE(64) + 256];
     t->guess = hwloc_guesses();
-    if (nodes_masked(online, sizeof(online))) {
-        if (*online)
-            err_set(e,
-                    "/sys/devices/system/node/online reads '%s', which names no NUMA node (a "
-                    "container's fake?): hwloc cannot discover this machine from it (fix: leave "
-                    "/sys/devices/system/node as the kernel shows it)",
-                    online);
-        else
-            err_set(e, "/sys/devices/system/node names no NUMA node (masked, as some containers "
-                       "do?): hwloc cannot discover this machine without it (fix: leave "
-                       "/sys/devices/system/node unmasked)");
+    /* a guess is made without looking at the node directory */
+    if (t->guess == NULL && nodes_masked(why, sizeof(why))) {
+        err_set(e, "%s", why);
         return NULL;
     }
     if (!new_topology(&topo, true, BASE_FLAGS, e))
