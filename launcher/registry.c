@@ -297,23 +297,47 @@ bool registry_parse_line(const char *line, struct claim *c, bool *ended)
 }
 
 /*
- * Call fn on each whole line of text that is not a comment. A last line
- * without its newline is a write that was cut short: left out, and counted.
+ * Call fn on each whole line of the file at fd that is not a comment. A
+ * last line without its newline is a write that was cut short: left out,
+ * and counted. The file is read a piece at a time: a table of a thousand
+ * claims is some 240 KiB, and a buffer that held it whole would cost a
+ * page fault for each of its pages, more than the parsing. 0, or an errno
+ * (EFBIG past max bytes); fn may have seen some lines by then.
  */
-static void each_line(char *text, size_t *torn, void (*fn)(char *line, void *arg), void *arg)
+static int each_line(int fd, size_t max, size_t *torn, void (*fn)(char *line, void *arg), void *arg)
 {
-    char *p = text;
-    while (*p) {
-        char *nl = strchr(p, '\n');
-        if (nl == NULL) {
-            (*torn)++;
+    size_t cap = 16384, have = 0, total = 0;
+    char *buf = xrealloc(NULL, cap);
+    int error = 0;
+    for (;;) {
+        if (have + 1 == cap) /* a line longer than the buffer */
+            buf = xrealloc(buf, cap *= 2);
+        ssize_t r = read(fd, buf + have, cap - 1 - have);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            error = r < 0 ? errno : 0;
+            if (r == 0 && have)
+                (*torn)++;
             break;
         }
-        *nl = '\0';
-        if (*p != '#' && *p != '\0')
-            fn(p, arg);
-        p = nl + 1;
+        if ((total += (size_t)r) > max) {
+            error = EFBIG;
+            break;
+        }
+        have += (size_t)r;
+        char *p = buf, *nl;
+        while ((nl = memchr(p, '\n', have - (size_t)(p - buf))) != NULL) {
+            *nl = '\0'; /* a NUL before it cuts the line short, and it is no claim */
+            if (*p != '#' && *p != '\0')
+                fn(p, arg);
+            p = nl + 1;
+        }
+        have -= (size_t)(p - buf);
+        memmove(buf, p, have);
     }
+    free(buf);
+    return error;
 }
 
 /* ---- liveness ------------------------------------------------------------ */
@@ -655,19 +679,16 @@ static bool read_table(struct registry *r)
             log_warn("registry: %s; rebuilding it from the claim files", e.msg);
         return false;
     }
-    char *text = NULL;
-    size_t len, torn = 0;
-    int error = read_fd_text(fd, TABLE_MAX, &text, &len);
+    size_t torn = 0;
+    struct table_read tr = {.r = r};
+    int error = each_line(fd, TABLE_MAX, &torn, on_table_line, &tr);
     close(fd);
     if (error) {
         log_warn("registry: cannot read %s/%s: %s; rebuilding it from the claim files", r->sd->path,
                  TABLE_NAME, strerror(error));
-        return false;
-    }
-    struct table_read tr = {.r = r};
-    each_line(text, &torn, on_table_line, &tr);
-    free(text);
-    if (tr.bad) {
+        drop_all(r); /* what it read before is not trusted either */
+        r->lines = 0;
+    } else if (tr.bad) {
         log_warn("registry: %s/%s holds a line that is not a claim; rebuilding it from the "
                  "claim files",
                  r->sd->path, TABLE_NAME);
@@ -690,7 +711,7 @@ static bool read_table(struct registry *r)
     free(tr.gone);
     if (torn)
         r->rewrite = true; /* a launch was killed mid-append: write the table whole */
-    return !tr.bad;
+    return !error && !tr.bad;
 }
 
 /* The claim files themselves, when there is no table to trust. */
