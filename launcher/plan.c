@@ -2172,6 +2172,8 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     if (t->guess)
         note(pl, NOTE_WARN, "topology: %s; CPUs and memory are placed on that guess (fix: %s)",
              t->guess->why, t->guess->fix);
+    if (t->memory_note)
+        note(pl, NOTE_INFO, "memory: %s", t->memory_note);
     pl->cpus = hwloc_bitmap_alloc();
     pl->nodes = hwloc_bitmap_alloc();
     pl->mem_nodes = hwloc_bitmap_alloc();

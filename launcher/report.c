@@ -361,6 +361,8 @@ void report_topo_text(FILE *f, const struct topo *t)
     if (t->source == TOPO_HOST)
         fprintf(f, "cache      %s%s%s\n", cache_name(t->cache), t->cache_note ? ": " : "",
                 t->cache_note ? t->cache_note : "");
+    if (t->memory_note)
+        fprintf(f, "memory     %s\n", t->memory_note);
     fputc('\n', f);
     int width = 16; /* the cpus column: as wide as its longest list */
     for (size_t i = 0; i < t->nnodes; i++) {
@@ -410,6 +412,11 @@ void report_topo_json(FILE *f, const struct topo *t)
     json_string(f, t->desc);
     fprintf(f, ",\n  \"cache\": \"%s\",\n  \"cache_note\": ", cache_name(t->cache));
     json_string(f, t->cache_note);
+    fprintf(f, ",\n  \"memory_note\": "); /* what the nodes' meminfo left out, or null */
+    if (t->memory_note)
+        json_string(f, t->memory_note);
+    else
+        fputs("null", f);
     fprintf(f, ",\n  \"guess\": "); /* why hwloc could only guess the machine, or null */
     if (t->guess)
         json_string(f, t->guess->why);

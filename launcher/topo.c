@@ -54,6 +54,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 /*
@@ -1274,13 +1275,96 @@ static void load_kinds(const struct machine *m, struct topo *t)
 }
 
 /*
+ * Memory the machine has that its nodes' meminfo does not count yet. A
+ * kernel that initializes struct pages after boot (DEFERRED_STRUCT_PAGE_INIT)
+ * may add each range to its node's total only once it is initialized,
+ * while the machine's total (sysinfo, /proc/meminfo, what the JVM sees)
+ * has it all: a 24 GiB Firecracker guest's one node counted 5 to 16 GiB,
+ * growing as memory was used (its zone's present pages all there, a
+ * quarter of them managed). A heap or a bind sized by the nodes' counts
+ * alone would be a fraction of the machine's. hwloc and libnuma both read
+ * the nodes' meminfo and know nothing of this, hence by hand.
+ */
+/* What the nodes' meminfo counts, when it falls short of total by more than 1%; else 0. */
+static uint64_t counted_short(const struct topo *t, uint64_t total)
+{
+    uint64_t counted = 0;
+    for (size_t i = 0; i < t->nnodes; i++)
+        counted += t->nodes[i].mem_total;
+    return counted < total - total / 100 ? counted : 0;
+}
+
+bool topo_add_uninitialized(struct topo *t, uint64_t total, const char *zoneinfo)
+{
+    uint64_t counted = counted_short(t, total);
+    if (counted == 0)
+        return false;
+    /* each node's share: the pages its zones have and do not manage yet */
+    double *gap = xcalloc(t->nnodes, sizeof(*gap)), gaps = 0;
+    int at = -1;
+    unsigned long long present = 0, managed;
+    for (const char *line = zoneinfo; line && *line;) {
+        unsigned os;
+        if (sscanf(line, "Node %u, zone", &os) == 1)
+            at = topo_node_index(t, os);
+        else if (sscanf(line, " present %llu", &present) == 1)
+            ;
+        else if (sscanf(line, " managed %llu", &managed) == 1 && at >= 0 && present > managed)
+            gap[at] += (double)(present - managed), gaps += (double)(present - managed);
+        line = strchr(line, '\n');
+        line = line ? line + 1 : NULL;
+    }
+    if (t->nnodes == 1)
+        gap[0] = gaps = 1;
+    if (gaps > 0) {
+        uint64_t missing = total - counted;
+        for (size_t i = 0; i < t->nnodes; i++) {
+            uint64_t share = (uint64_t)((double)missing * (gap[i] / gaps));
+            t->nodes[i].mem_total += share;
+            t->nodes[i].mem_free += share; /* initialized, it is free */
+        }
+        free(t->memory_note);
+        t->memory_note = xasprintf(
+            "the nodes' meminfo counts %.1f GiB of the %.1f GiB this machine has: memory the "
+            "kernel has yet to initialize (deferred struct pages), counted here as free",
+            (double)counted / (1 << 30), (double)total / (1 << 30));
+    }
+    free(gap);
+    return gaps > 0;
+}
+
+/*
+ * The same for this machine, whose every node is allowed (its memory is
+ * theirs): sysinfo's total, and /proc/zoneinfo only when the nodes fall
+ * short of it, which is rare and then read once.
+ */
+static void uninitialized_memory(struct topo *t)
+{
+    struct sysinfo si;
+    if (sysinfo(&si) != 0 || counted_short(t, (uint64_t)si.totalram * si.mem_unit) == 0)
+        return;
+    uint64_t total = (uint64_t)si.totalram * si.mem_unit;
+    char *zoneinfo = NULL;
+    size_t len;
+    int fd = t->nnodes > 1 ? open("/proc/zoneinfo", O_RDONLY | O_CLOEXEC) : -1;
+    if (fd >= 0 && read_fd_text(fd, INERT_MAX, &zoneinfo, &len) != 0)
+        zoneinfo = NULL;
+    if (fd >= 0)
+        close(fd);
+    topo_add_uninitialized(t, total, zoneinfo);
+    free(zoneinfo);
+}
+
+/*
  * hwloc keeps only each node's total. libnuma reads total and free from the
  * node's meminfo, now: a cached topology may predate memory hotplug. A
  * kernel without NUMA has no such file, and the sizes stay as they were.
+ * `all_nodes`: every node of the machine is allowed, so that its memory is
+ * theirs.
  */
-static void load_memory(struct topo *t)
+static void load_memory(struct topo *t, bool all_nodes)
 {
-    if (t->source == TOPO_HOST)
+    if (t->source == TOPO_HOST) {
         for (size_t i = 0; i < t->nnodes; i++) {
             long long freemem = 0;
             long long total = numa_node_size64((int)t->nodes[i].os_index, &freemem);
@@ -1289,6 +1373,9 @@ static void load_memory(struct topo *t)
                 t->nodes[i].mem_free = (uint64_t)freemem;
             }
         }
+        if (all_nodes)
+            uninitialized_memory(t);
+    }
     for (size_t i = 0; i < t->nnodes; i++)
         t->memory_known = t->memory_known || t->nodes[i].mem_total > 0;
     for (size_t i = 0; i < t->nnodes; i++)
@@ -1352,7 +1439,7 @@ static void narrow(struct topo *t, struct machine *m)
     t->offline = hwloc_bitmap_dup(m->complete); /* all that exist */
     hwloc_bitmap_andnot(t->offline, t->offline, m->online);
     load_nodes(m, t);
-    load_memory(t);
+    load_memory(t, t->nnodes == m->nnodes);
     load_cores(m, t);
     load_kinds(m, t);
     machine_free(m);
@@ -1447,5 +1534,6 @@ void topo_free(struct topo *t)
     free(t->distance);
     free(t->desc);
     free(t->cache_note);
+    free(t->memory_note);
     memset(t, 0, sizeof(*t));
 }

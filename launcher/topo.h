@@ -75,6 +75,12 @@ struct topo {
     struct topo_kind *kinds;
     size_t nkinds;
     bool memory_known; /* false when no node reports any memory (some XMLs) */
+    /*
+     * On this machine, when its nodes' meminfo counted less memory than it
+     * has and the sizes above were made up from the rest (see topo.c);
+     * else NULL.
+     */
+    char *memory_note;
     /* why hwloc could only guess this machine (one node, no cores), and the fix; else NULL */
     const struct topo_guess *guess;
 
@@ -104,6 +110,15 @@ bool topo_parse_cache(struct topo *t, const char *text, struct err *e);
  * the spec does not load.
  */
 char *topo_cache_text(const char *spec, struct err *e);
+
+/*
+ * Where the nodes' memory adds up to less than `total`, the machine's (by
+ * more than 1%), add the rest to them, as free memory, in proportion to
+ * the pages /proc/zoneinfo's text says each node has and does not manage
+ * yet (memory the kernel has yet to initialize); one node takes it all.
+ * Sets t->memory_note and returns true when it added any.
+ */
+bool topo_add_uninitialized(struct topo *t, uint64_t total, const char *zoneinfo);
 
 /* Index in t->nodes of the node with this os index, or -1. */
 int topo_node_index(const struct topo *t, unsigned os_index);

@@ -474,6 +474,54 @@ static void test_host_cache(void **state)
     rmdir(dir);
 }
 
+/*
+ * Memory the kernel has yet to initialize: the nodes' meminfo falls short
+ * of the machine's total, and the rest goes to them by their zones'
+ * present pages they do not manage yet.
+ */
+static void test_uninitialized_memory(void **state)
+{
+    (void)state;
+    const uint64_t gib = 1ULL << 30;
+    /* zoneinfo as Linux prints it, trimmed: node 0 has 1M pages to come, node 1 half that */
+    const char *zoneinfo = "Node 0, zone      DMA\n  pages free     3840\n        spanned  4095\n"
+                           "        present  3998\n        managed  3840\n"
+                           "Node 0, zone   Normal\n        present  1500000\n"
+                           "        managed  500000\n        cma      0\n"
+                           "Node 1, zone   Normal\n        present  1000000\n"
+                           "        managed  500000\n";
+    struct topo t = load("synthetic:pack:2 numa:1 core:2 pu:1");
+    assert_int_equal(t.nnodes, 2);
+    t.nodes[0].mem_total = 4 * gib, t.nodes[0].mem_free = 3 * gib;
+    t.nodes[1].mem_total = 2 * gib, t.nodes[1].mem_free = 1 * gib;
+    /* within 1% of the machine's: as counted */
+    assert_false(topo_add_uninitialized(&t, 6 * gib + gib / 200, zoneinfo));
+    assert_null(t.memory_note);
+    assert_true(t.nodes[0].mem_total == 4 * gib);
+    /* without zoneinfo, two nodes cannot be told apart: as counted */
+    assert_false(topo_add_uninitialized(&t, 12 * gib, NULL));
+    assert_null(t.memory_note);
+    /* 6 GiB short: shared 2:1 (node 0's DMA gap of 158 pages counts too, a rounding) */
+    assert_true(topo_add_uninitialized(&t, 12 * gib, zoneinfo));
+    uint64_t got0 = t.nodes[0].mem_total, got1 = t.nodes[1].mem_total;
+    assert_true(got0 > 8 * gib - gib / 1000 && got0 < 8 * gib + gib / 1000);
+    assert_true(got1 > 4 * gib - gib / 1000 && got1 < 4 * gib + gib / 1000);
+    assert_true(got0 + got1 <= 12 * gib && got0 + got1 > 12 * gib - 8);
+    /* initialized, it is free memory */
+    assert_true(t.nodes[0].mem_free - 3 * gib == got0 - 4 * gib);
+    assert_true(t.nodes[1].mem_free - 1 * gib == got1 - 2 * gib);
+    assert_non_null(t.memory_note);
+    assert_non_null(strstr(t.memory_note, "counts 6.0 GiB of the 12.0 GiB this machine has"));
+    topo_free(&t);
+
+    /* one node takes it all, zoneinfo or not */
+    t = load("synthetic:pack:1 numa:1 core:2 pu:1");
+    t.nodes[0].mem_total = 8 * gib, t.nodes[0].mem_free = 7 * gib;
+    assert_true(topo_add_uninitialized(&t, 24 * gib, NULL));
+    assert_true(t.nodes[0].mem_total == 24 * gib && t.nodes[0].mem_free == 23 * gib);
+    topo_free(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -489,6 +537,7 @@ int main(void)
         cmocka_unit_test(test_cache_lines),
         cmocka_unit_test(test_cache_round_trip),
         cmocka_unit_test(test_host_cache),
+        cmocka_unit_test(test_uninitialized_memory),
     };
     return cmocka_run_group_tests_name("topo", tests, NULL, NULL);
 }
