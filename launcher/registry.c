@@ -299,14 +299,17 @@ bool registry_parse_line(const char *line, struct claim *c, bool *ended)
 /*
  * Call fn on each whole line of the file at fd that is not a comment. A
  * last line without its newline is a write that was cut short: left out,
- * and counted. The file is read a piece at a time: a table of a thousand
- * claims is some 240 KiB, and a buffer that held it whole would cost a
- * page fault for each of its pages, more than the parsing. 0, or an errno
- * (EFBIG past max bytes); fn may have seen some lines by then.
+ * and counted in *torn. A line with a NUL in it is no line tunerun wrote:
+ * left out, and counted in *broken (its start may read as a claim with
+ * fields missing). The file is read a piece at a time: a table of a
+ * thousand claims is some 240 KiB, and a buffer that held it whole would
+ * cost a page fault for each of its pages, more than the parsing. 0, or
+ * an errno (EFBIG past max bytes); fn may have seen some lines by then.
  */
-static int each_line(int fd, size_t max, size_t *torn, void (*fn)(char *line, void *arg), void *arg)
+static int each_line(int fd, size_t max, size_t *torn, size_t *broken,
+                     void (*fn)(char *line, void *arg), void *arg)
 {
-    size_t cap = 16384, have = 0, total = 0;
+    size_t cap = 16384, have = 0, total = 0, scanned = 0; /* carried over, without a newline */
     char *buf = xrealloc(NULL, cap);
     int error = 0;
     for (;;) {
@@ -326,15 +329,19 @@ static int each_line(int fd, size_t max, size_t *torn, void (*fn)(char *line, vo
             break;
         }
         have += (size_t)r;
-        char *p = buf, *nl;
-        while ((nl = memchr(p, '\n', have - (size_t)(p - buf))) != NULL) {
-            *nl = '\0'; /* a NUL before it cuts the line short, and it is no claim */
-            if (*p != '#' && *p != '\0')
+        char *p = buf, *from = buf + scanned, *nl;
+        while ((nl = memchr(from, '\n', have - (size_t)(from - buf))) != NULL) {
+            if (memchr(p, '\0', (size_t)(nl - p)))
+                (*broken)++;
+            else if (*p != '#' && p != nl) {
+                *nl = '\0';
                 fn(p, arg);
-            p = nl + 1;
+            }
+            p = from = nl + 1;
         }
         have -= (size_t)(p - buf);
         memmove(buf, p, have);
+        scanned = have;
     }
     free(buf);
     return error;
@@ -679,10 +686,11 @@ static bool read_table(struct registry *r)
             log_warn("registry: %s; rebuilding it from the claim files", e.msg);
         return false;
     }
-    size_t torn = 0;
+    size_t torn = 0, broken = 0;
     struct table_read tr = {.r = r};
-    int error = each_line(fd, TABLE_MAX, &torn, on_table_line, &tr);
+    int error = each_line(fd, TABLE_MAX, &torn, &broken, on_table_line, &tr);
     close(fd);
+    tr.bad = tr.bad || broken;
     if (error) {
         log_warn("registry: cannot read %s/%s: %s; rebuilding it from the claim files", r->sd->path,
                  TABLE_NAME, strerror(error));
