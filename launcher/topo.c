@@ -1276,82 +1276,119 @@ static void load_kinds(const struct machine *m, struct topo *t)
 
 /*
  * Memory the machine has that its nodes' meminfo does not count yet. A
- * kernel that initializes struct pages after boot (DEFERRED_STRUCT_PAGE_INIT)
- * may add each range to its node's total only once it is initialized,
- * while the machine's total (sysinfo, /proc/meminfo, what the JVM sees)
- * has it all: a 24 GiB Firecracker guest's one node counted 5 to 16 GiB,
- * growing as memory was used (its zone's present pages all there, a
- * quarter of them managed). A heap or a bind sized by the nodes' counts
- * alone would be a fraction of the machine's. hwloc and libnuma both read
- * the nodes' meminfo and know nothing of this, hence by hand.
+ * kernel that initializes struct pages lazily (this machine's, a 24 GiB
+ * Firecracker guest booted with a vendor's deferred_init=lazy: pages
+ * "left to deferred_grow_zone()") adds them to its zones' managed pages,
+ * and so to its nodes' MemTotal, only as memory is used, while the
+ * machine's total (sysinfo, /proc/meminfo, what the JVM sees) has them
+ * from the start: its one node counted 5 to 16 GiB of 23.5. Upstream's
+ * DEFERRED_STRUCT_PAGE_INIT finishes before init runs, and every later
+ * change (balloons, hotplug) moves both counts together. A heap or a bind
+ * sized by the nodes' counts alone would be a fraction of the machine's.
+ * hwloc and libnuma both read the nodes' meminfo and know nothing of
+ * this, hence by hand.
  */
+
 /* What the nodes' meminfo counts, when it falls short of total by more than 1%; else 0. */
 static uint64_t counted_short(const struct topo *t, uint64_t total)
 {
     uint64_t counted = 0;
     for (size_t i = 0; i < t->nnodes; i++)
         counted += t->nodes[i].mem_total;
-    return counted < total - total / 100 ? counted : 0;
+    return counted < total - total / 100 ? counted : 0; /* 0 too when no node has any */
 }
 
-bool topo_add_uninitialized(struct topo *t, uint64_t total, const char *zoneinfo)
+bool topo_add_uninitialized(struct topo *t, uint64_t total, const char *zoneinfo, uint64_t page)
 {
     uint64_t counted = counted_short(t, total);
-    if (counted == 0)
+    if (counted == 0 || zoneinfo == NULL || page == 0)
         return false;
-    /* each node's share: the pages its zones have and do not manage yet */
-    double *gap = xcalloc(t->nnodes, sizeof(*gap)), gaps = 0;
+    /* per node: the pages its zones hold (present) and those they do not manage */
+    double *gap = xcalloc(2 * t->nnodes, sizeof(*gap)), *present = gap + t->nnodes;
+    double gaps = 0, presents = 0;
     int at = -1;
-    unsigned long long present = 0, managed;
-    for (const char *line = zoneinfo; line && *line;) {
+    unsigned long long zone_present = 0, n;
+    for (const char *p = zoneinfo; *p;) {
+        /* a line at a time, a short copy of it: sscanf on the rest would read it all */
+        const char *end = strchr(p, '\n');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char line[128];
         unsigned os;
-        if (sscanf(line, "Node %u, zone", &os) == 1)
+        snprintf(line, sizeof(line), "%.*s", (int)(len < sizeof(line) ? len : sizeof(line) - 1), p);
+        p += len + (end != NULL);
+        if (sscanf(line, "Node %u, zone", &os) == 1) {
             at = topo_node_index(t, os);
-        else if (sscanf(line, " present %llu", &present) == 1)
-            ;
-        else if (sscanf(line, " managed %llu", &managed) == 1 && at >= 0 && present > managed)
-            gap[at] += (double)(present - managed), gaps += (double)(present - managed);
-        line = strchr(line, '\n');
-        line = line ? line + 1 : NULL;
-    }
-    if (t->nnodes == 1)
-        gap[0] = gaps = 1;
-    if (gaps > 0) {
-        uint64_t missing = total - counted;
-        for (size_t i = 0; i < t->nnodes; i++) {
-            uint64_t share = (uint64_t)((double)missing * (gap[i] / gaps));
-            t->nodes[i].mem_total += share;
-            t->nodes[i].mem_free += share; /* initialized, it is free */
+            zone_present = 0;
+        } else if (at >= 0 && sscanf(line, " present %llu", &n) == 1) {
+            zone_present = n;
+            present[at] += (double)n, presents += (double)n;
+        } else if (at >= 0 && sscanf(line, " managed %llu", &n) == 1 && zone_present > n) {
+            gap[at] += (double)(zone_present - n), gaps += (double)(zone_present - n);
         }
+    }
+    /*
+     * Not all of a gap is to come: the kernel's own reservations (its
+     * struct pages, about 1.6% of memory, a crashkernel) stay unmanaged.
+     * What the gaps hold beyond the shortfall is that, spread by present
+     * pages; each node's share of the shortfall follows what is left of
+     * its gap, and is never more than its gap.
+     */
+    double missing = (double)(total - counted) / (double)page;
+    double kept = gaps > missing ? gaps - missing : 0, *lazy = xcalloc(t->nnodes, sizeof(*lazy));
+    double lazies = 0, added = 0;
+    for (size_t i = 0; i < t->nnodes && presents > 0; i++) {
+        lazy[i] = gap[i] - kept * present[i] / presents;
+        lazy[i] = lazy[i] > 0 ? lazy[i] : 0;
+        lazies += lazy[i];
+    }
+    for (size_t i = 0; i < t->nnodes && lazies > 0; i++) {
+        double share = missing * lazy[i] / lazies;
+        uint64_t bytes = (uint64_t)((share < gap[i] ? share : gap[i]) * (double)page);
+        t->nodes[i].mem_total += bytes;
+        t->nodes[i].mem_free += bytes; /* initialized, it is free */
+        added += (double)bytes;
+    }
+    if (added > 0) {
         free(t->memory_note);
         t->memory_note = xasprintf(
-            "the nodes' meminfo counts %.1f GiB of the %.1f GiB this machine has: memory the "
-            "kernel has yet to initialize (deferred struct pages), counted here as free",
+            "the nodes' meminfo counts %.1f GiB of the %.1f GiB this machine has: the rest is in "
+            "their zones, not yet initialized (a kernel that does it lazily), and counted here "
+            "as free",
             (double)counted / (1 << 30), (double)total / (1 << 30));
     }
+    free(lazy);
     free(gap);
-    return gaps > 0;
+    return added > 0;
+}
+
+/* sysinfo's total memory, or 0. */
+static uint64_t machine_memory(void)
+{
+    struct sysinfo si;
+    return sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit : 0;
 }
 
 /*
- * The same for this machine, whose every node is allowed (its memory is
- * theirs): sysinfo's total, and /proc/zoneinfo only when the nodes fall
- * short of it, which is rare and then read once.
+ * The same for this machine, whose every node with memory is allowed (its
+ * memory is theirs): /proc/zoneinfo is read only when the nodes fall
+ * short, which is rare. `before` is sysinfo's total before the nodes were
+ * read: the smaller of it and the one after, so that a balloon that gave
+ * memory back in between does not pass for memory to come.
  */
-static void uninitialized_memory(struct topo *t)
+static void uninitialized_memory(struct topo *t, uint64_t before)
 {
-    struct sysinfo si;
-    if (sysinfo(&si) != 0 || counted_short(t, (uint64_t)si.totalram * si.mem_unit) == 0)
+    uint64_t after = machine_memory(), total = after < before ? after : before;
+    if (total == 0 || counted_short(t, total) == 0)
         return;
-    uint64_t total = (uint64_t)si.totalram * si.mem_unit;
     char *zoneinfo = NULL;
     size_t len;
-    int fd = t->nnodes > 1 ? open("/proc/zoneinfo", O_RDONLY | O_CLOEXEC) : -1;
+    int fd = open("/proc/zoneinfo", O_RDONLY | O_CLOEXEC);
     if (fd >= 0 && read_fd_text(fd, INERT_MAX, &zoneinfo, &len) != 0)
         zoneinfo = NULL;
     if (fd >= 0)
         close(fd);
-    topo_add_uninitialized(t, total, zoneinfo);
+    long page = sysconf(_SC_PAGESIZE);
+    topo_add_uninitialized(t, total, zoneinfo, page > 0 ? (uint64_t)page : 0);
     free(zoneinfo);
 }
 
@@ -1359,12 +1396,13 @@ static void uninitialized_memory(struct topo *t)
  * hwloc keeps only each node's total. libnuma reads total and free from the
  * node's meminfo, now: a cached topology may predate memory hotplug. A
  * kernel without NUMA has no such file, and the sizes stay as they were.
- * `all_nodes`: every node of the machine is allowed, so that its memory is
- * theirs.
+ * `all_nodes`: every node of the machine with memory is allowed, so that
+ * its memory is theirs.
  */
 static void load_memory(struct topo *t, bool all_nodes)
 {
     if (t->source == TOPO_HOST) {
+        uint64_t before = all_nodes ? machine_memory() : 0;
         for (size_t i = 0; i < t->nnodes; i++) {
             long long freemem = 0;
             long long total = numa_node_size64((int)t->nodes[i].os_index, &freemem);
@@ -1374,7 +1412,7 @@ static void load_memory(struct topo *t, bool all_nodes)
             }
         }
         if (all_nodes)
-            uninitialized_memory(t);
+            uninitialized_memory(t, before);
     }
     for (size_t i = 0; i < t->nnodes; i++)
         t->memory_known = t->memory_known || t->nodes[i].mem_total > 0;
@@ -1431,6 +1469,15 @@ static hwloc_bitmap_t allowed_set(char *list)
 }
 
 /* The machine as this process may use it: the planner's struct topo. Frees m. */
+/* Whether every node of the machine with memory is among t's allowed ones. */
+static bool every_memory_node(const struct machine *m, const struct topo *t)
+{
+    for (size_t j = 0; j < m->nnodes; j++)
+        if (m->nodes[j].memory > 0 && topo_node_index(t, m->nodes[j].os_index) < 0)
+            return false;
+    return true;
+}
+
 static void narrow(struct topo *t, struct machine *m)
 {
     t->cpus = hwloc_bitmap_dup(m->online);
@@ -1439,7 +1486,7 @@ static void narrow(struct topo *t, struct machine *m)
     t->offline = hwloc_bitmap_dup(m->complete); /* all that exist */
     hwloc_bitmap_andnot(t->offline, t->offline, m->online);
     load_nodes(m, t);
-    load_memory(t, t->nnodes == m->nnodes);
+    load_memory(t, every_memory_node(m, t));
     load_cores(m, t);
     load_kinds(m, t);
     machine_free(m);

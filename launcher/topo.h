@@ -113,12 +113,13 @@ char *topo_cache_text(const char *spec, struct err *e);
 
 /*
  * Where the nodes' memory adds up to less than `total`, the machine's (by
- * more than 1%), add the rest to them, as free memory, in proportion to
- * the pages /proc/zoneinfo's text says each node has and does not manage
- * yet (memory the kernel has yet to initialize); one node takes it all.
- * Sets t->memory_note and returns true when it added any.
+ * more than 1%), add what /proc/zoneinfo's text says their zones hold and
+ * do not manage yet (memory a kernel initializes lazily; pages of `page`
+ * bytes) to them, as free memory, up to the shortfall. Sets
+ * t->memory_note and returns true when it added any; without zoneinfo,
+ * it adds nothing.
  */
-bool topo_add_uninitialized(struct topo *t, uint64_t total, const char *zoneinfo);
+bool topo_add_uninitialized(struct topo *t, uint64_t total, const char *zoneinfo, uint64_t page);
 
 /* Index in t->nodes of the node with this os index, or -1. */
 int topo_node_index(const struct topo *t, unsigned os_index);

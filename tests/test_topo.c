@@ -475,51 +475,82 @@ static void test_host_cache(void **state)
 }
 
 /*
- * Memory the kernel has yet to initialize: the nodes' meminfo falls short
- * of the machine's total, and the rest goes to them by their zones'
- * present pages they do not manage yet.
+ * Memory a kernel initializes lazily: the nodes' meminfo falls short of
+ * the machine's total, and the rest goes to them by what their zones hold
+ * and do not manage yet, less the kernel's own reservations.
  */
 static void test_uninitialized_memory(void **state)
 {
     (void)state;
-    const uint64_t gib = 1ULL << 30;
-    /* zoneinfo as Linux prints it, trimmed: node 0 has 1M pages to come, node 1 half that */
-    const char *zoneinfo = "Node 0, zone      DMA\n  pages free     3840\n        spanned  4095\n"
-                           "        present  3998\n        managed  3840\n"
-                           "Node 0, zone   Normal\n        present  1500000\n"
-                           "        managed  500000\n        cma      0\n"
-                           "Node 1, zone   Normal\n        present  1000000\n"
-                           "        managed  500000\n";
+    const uint64_t gib = 1ULL << 30, page = 4096;
+    /*
+     * zoneinfo as Linux 6.x prints it, trimmed: node 0's zones hold 4 GiB
+     * and manage 1.5, node 2's hold 2 and manage 1; node 5 is not this
+     * topology's
+     */
+    const char *zoneinfo = "Node 0, zone      DMA\n  per-node stats\n      nr_free_pages 3840\n"
+                           "  pages free     3840\n        boost    0\n        spanned  4095\n"
+                           "        present  0\n        managed  0\n"
+                           "        protection: (0, 2911, 23969, 23969, 23969)\n"
+                           "Node 0, zone   Normal\n  pages free     100\n        spanned  1048576\n"
+                           "        present  1048576\n        managed  393216\n"
+                           "  pagesets\n    cpu: 0\n              count: 12\n              high:  "
+                           "  378\n              batch: 63\n  vm stats threshold: 24\n"
+                           "  node_unreclaimable:  0\n  start_pfn:           4096\n"
+                           "Node 2, zone   Normal\n        present  524288\n"
+                           "        managed  262144\n"
+                           "Node 5, zone   Normal\n        present  99999999\n        managed  0\n";
     struct topo t = load("synthetic:pack:2 numa:1 core:2 pu:1");
     assert_int_equal(t.nnodes, 2);
-    t.nodes[0].mem_total = 4 * gib, t.nodes[0].mem_free = 3 * gib;
-    t.nodes[1].mem_total = 2 * gib, t.nodes[1].mem_free = 1 * gib;
+    t.nodes[1].os_index = 2; /* node numbers need not be indexes */
+    t.nodes[0].mem_total = 3 * gib / 2, t.nodes[0].mem_free = gib;
+    t.nodes[1].mem_total = gib, t.nodes[1].mem_free = gib / 4;
     /* within 1% of the machine's: as counted */
-    assert_false(topo_add_uninitialized(&t, 6 * gib + gib / 200, zoneinfo));
+    assert_false(topo_add_uninitialized(&t, 5 * gib / 2 + gib / 200, zoneinfo, page));
     assert_null(t.memory_note);
-    assert_true(t.nodes[0].mem_total == 4 * gib);
-    /* without zoneinfo, two nodes cannot be told apart: as counted */
-    assert_false(topo_add_uninitialized(&t, 12 * gib, NULL));
+    /* without zoneinfo there is nothing to go by */
+    assert_false(topo_add_uninitialized(&t, 11 * gib / 2, NULL, page));
     assert_null(t.memory_note);
-    /* 6 GiB short: shared 2:1 (node 0's DMA gap of 158 pages counts too, a rounding) */
-    assert_true(topo_add_uninitialized(&t, 12 * gib, zoneinfo));
-    uint64_t got0 = t.nodes[0].mem_total, got1 = t.nodes[1].mem_total;
-    assert_true(got0 > 8 * gib - gib / 1000 && got0 < 8 * gib + gib / 1000);
-    assert_true(got1 > 4 * gib - gib / 1000 && got1 < 4 * gib + gib / 1000);
-    assert_true(got0 + got1 <= 12 * gib && got0 + got1 > 12 * gib - 8);
+    /*
+     * 3 GiB short; the gaps hold 3.5 GiB (2.5 and 1): 0.5 GiB kept for
+     * good, spread by present pages (4 GiB and 2) as 1/3 and 1/6 GiB,
+     * leaves 2 1/6 and 5/6 GiB to come, which the shortfall takes
+     */
+    assert_true(topo_add_uninitialized(&t, 11 * gib / 2, zoneinfo, page));
+    uint64_t got0 = t.nodes[0].mem_total - 3 * gib / 2, got1 = t.nodes[1].mem_total - gib;
+    assert_true(got0 > 13 * gib / 6 - 16 && got0 <= 13 * gib / 6 + 16);
+    assert_true(got1 > 5 * gib / 6 - 16 && got1 <= 5 * gib / 6 + 16);
+    assert_true(got0 + got1 <= 3 * gib && got0 + got1 > 3 * gib - 16);
     /* initialized, it is free memory */
-    assert_true(t.nodes[0].mem_free - 3 * gib == got0 - 4 * gib);
-    assert_true(t.nodes[1].mem_free - 1 * gib == got1 - 2 * gib);
+    assert_true(t.nodes[0].mem_free - gib == got0 && t.nodes[1].mem_free - gib / 4 == got1);
     assert_non_null(t.memory_note);
-    assert_non_null(strstr(t.memory_note, "counts 6.0 GiB of the 12.0 GiB this machine has"));
+    assert_non_null(strstr(t.memory_note, "counts 2.5 GiB of the 5.5 GiB this machine has"));
     topo_free(&t);
 
-    /* one node takes it all, zoneinfo or not */
-    t = load("synthetic:pack:1 numa:1 core:2 pu:1");
-    t.nodes[0].mem_total = 8 * gib, t.nodes[0].mem_free = 7 * gib;
-    assert_true(topo_add_uninitialized(&t, 24 * gib, NULL));
-    assert_true(t.nodes[0].mem_total == 24 * gib && t.nodes[0].mem_free == 23 * gib);
+    /* a node never takes more than its gap: a shortfall beyond the gaps stays short */
+    t = load("synthetic:pack:2 numa:1 core:2 pu:1");
+    t.nodes[1].os_index = 2;
+    t.nodes[0].mem_total = 3 * gib / 2, t.nodes[1].mem_total = gib;
+    assert_true(topo_add_uninitialized(&t, 8 * gib, zoneinfo, page));
+    assert_true(t.nodes[0].mem_total == 3 * gib / 2 + 5 * gib / 2);
+    assert_true(t.nodes[1].mem_total == gib + gib);
     topo_free(&t);
+
+    /* this machine's, a 24 GiB Firecracker guest with deferred_init=lazy (tests/data) */
+    char *text = NULL;
+    size_t len;
+    FILE *f = fopen("tests/data/zoneinfo-lazy-init.txt", "r");
+    assert_non_null(f);
+    int fd = fileno(f);
+    assert_int_equal(read_fd_text(fd, 1 << 20, &text, &len), 0);
+    fclose(f);
+    t = load("synthetic:pack:1 numa:1 core:2 pu:1");
+    t.nodes[0].mem_total = 16213792ULL << 10, t.nodes[0].mem_free = 15853188ULL << 10;
+    assert_true(topo_add_uninitialized(&t, 24683620ULL << 10, text, page));
+    assert_true(t.nodes[0].mem_total == 24683620ULL << 10); /* its gap covers the shortfall */
+    assert_true(t.nodes[0].mem_free == (15853188ULL << 10) + ((24683620ULL - 16213792) << 10));
+    topo_free(&t);
+    free(text);
 }
 
 int main(void)
