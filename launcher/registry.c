@@ -309,7 +309,8 @@ bool registry_parse_line(const char *line, struct claim *c, bool *ended)
 static int each_line(int fd, size_t max, size_t *torn, size_t *broken,
                      void (*fn)(char *line, void *arg), void *arg)
 {
-    size_t cap = 16384, have = 0, total = 0, scanned = 0; /* carried over, without a newline */
+    size_t cap = 16384, have = 0, total = 0;
+    size_t scanned = 0; /* of what was carried over: no newline in it */
     char *buf = xrealloc(NULL, cap);
     int error = 0;
     for (;;) {

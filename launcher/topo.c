@@ -1274,6 +1274,15 @@ static void load_kinds(const struct machine *m, struct topo *t)
     }
 }
 
+/* What the nodes' meminfo counts, when it falls short of total by more than 1%; else 0. */
+static uint64_t counted_short(const struct topo *t, uint64_t total)
+{
+    uint64_t counted = 0;
+    for (size_t i = 0; i < t->nnodes; i++)
+        counted += t->nodes[i].mem_total;
+    return counted < total - total / 100 ? counted : 0; /* 0 too when no node has any */
+}
+
 /*
  * Memory the machine has that its nodes' meminfo does not count yet. A
  * kernel that initializes struct pages lazily (this machine's, a 24 GiB
@@ -1288,16 +1297,6 @@ static void load_kinds(const struct machine *m, struct topo *t)
  * hwloc and libnuma both read the nodes' meminfo and know nothing of
  * this, hence by hand.
  */
-
-/* What the nodes' meminfo counts, when it falls short of total by more than 1%; else 0. */
-static uint64_t counted_short(const struct topo *t, uint64_t total)
-{
-    uint64_t counted = 0;
-    for (size_t i = 0; i < t->nnodes; i++)
-        counted += t->nodes[i].mem_total;
-    return counted < total - total / 100 ? counted : 0; /* 0 too when no node has any */
-}
-
 bool topo_add_uninitialized(struct topo *t, uint64_t total, const char *zoneinfo, uint64_t page)
 {
     uint64_t counted = counted_short(t, total);
@@ -1468,7 +1467,6 @@ static hwloc_bitmap_t allowed_set(char *list)
     return set;
 }
 
-/* The machine as this process may use it: the planner's struct topo. Frees m. */
 /* Whether every node of the machine with memory is among t's allowed ones. */
 static bool every_memory_node(const struct machine *m, const struct topo *t)
 {
@@ -1478,6 +1476,7 @@ static bool every_memory_node(const struct machine *m, const struct topo *t)
     return true;
 }
 
+/* The machine as this process may use it: the planner's struct topo. Frees m. */
 static void narrow(struct topo *t, struct machine *m)
 {
     t->cpus = hwloc_bitmap_dup(m->online);
