@@ -350,14 +350,18 @@ static int each_line(int fd, size_t max, size_t *torn, size_t *broken,
 
 /* ---- liveness ------------------------------------------------------------ */
 
-/* Field 22 of /proc/PID/stat: the start time in clock ticks after boot. */
+/*
+ * Field 22 of /proc/PID/stat: the start time in clock ticks after boot;
+ * false for a process that has ended (a zombie its parent has yet to
+ * reap runs nothing, and holds no CPU).
+ */
 static bool start_time(const char *stat_path, unsigned long long *start)
 {
     char buf[1024];
     if (!read_line_file(stat_path, buf, sizeof(buf)))
         return false;
     char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-    if (p == NULL)
+    if (p == NULL || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
         return false;
     p++;
     for (int field = 2; field < 21; field++) {
