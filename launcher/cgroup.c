@@ -662,9 +662,9 @@ static void sweep(const char *dir)
     while (d && (e = readdir(d)) != NULL) {
         struct stat st;
         char path[4096];
-        if (strncmp(e->d_name, "tunerun.", 8) != 0)
+        if (strncmp(e->d_name, "tunerun.", 8) != 0 ||
+            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
             continue;
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
         if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_mtime < now - STALE_SECONDS)
             rmdir(path); /* EBUSY while a process is in it */
     }
@@ -680,17 +680,21 @@ static void sweep(const char *dir)
  * kernel keeps no dying memory cgroup per launch. The values are in the
  * name, so two launches sharing a child never disagree about it.
  */
-static void child_name(char *child, size_t n, const char *dir, const char *name, bool v2,
+static bool child_name(char *child, size_t n, const char *dir, const char *name, bool v2,
                        int swappiness, bool set_swap_max, uint64_t swap_max)
 {
+    int len;
     if (!v2 && swappiness >= 0)
-        snprintf(child, n, "%s/tunerun.%s.swappiness-%d", dir, name, swappiness);
+        len = snprintf(child, n, "%s/tunerun.%s.swappiness-%d", dir, name, swappiness);
     else if (v2 && set_swap_max && swap_max == UINT64_MAX)
-        snprintf(child, n, "%s/tunerun.%s.swap_max-max", dir, name);
+        len = snprintf(child, n, "%s/tunerun.%s.swap_max-max", dir, name);
     else if (v2 && set_swap_max)
-        snprintf(child, n, "%s/tunerun.%s.swap_max-%llu", dir, name, (unsigned long long)swap_max);
+        len = snprintf(child, n, "%s/tunerun.%s.swap_max-%llu", dir, name,
+                       (unsigned long long)swap_max);
     else
-        snprintf(child, n, "%s/tunerun.%s", dir, name);
+        len = snprintf(child, n, "%s/tunerun.%s", dir, name);
+    /* cut, the values would be gone from the name, and launches asking for others share it */
+    return len >= 0 && (size_t)len < n;
 }
 
 static bool created;  /* this launch made `entered` (cgroup_leave removes only that) */
@@ -748,7 +752,12 @@ static int enter_once(const char *dir, const char *child, bool v2, int swappines
      * internal processes): so move first, then enable, then set.
      */
     char ctl[1024], path[4096];
-    snprintf(path, sizeof(path), "%s/cgroup.subtree_control", dir);
+    if (snprintf(path, sizeof(path), "%s/cgroup.subtree_control", dir) >= (int)sizeof(path)) {
+        *step = "cgroup.subtree_control";
+        *in = dir;
+        error = ENAMETOOLONG;
+        goto out;
+    }
     if (!read_line_file(path, ctl, sizeof(ctl)) || !has_word(ctl, "memory", ' ')) {
         *step = "cgroup.subtree_control";
         *in = dir;
@@ -773,8 +782,15 @@ bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bo
 {
     char child[4096];
     const char *step, *in;
+    if (!child_name(child, sizeof(child), dir, name, v2, swappiness, set_swap_max, swap_max)) {
+        *error = ENAMETOOLONG;
+        child_name(child, sizeof(child), "", name, v2, swappiness, set_swap_max, swap_max);
+        snprintf(where, where_n, "%s", dir);
+        snprintf(err, err_n, "cannot make %s in this process's cgroup: %s (its path is %zu bytes)",
+                 child + 1, strerror(*error), strlen(dir));
+        return false;
+    }
     sweep(dir);
-    child_name(child, sizeof(child), dir, name, v2, swappiness, set_swap_max, swap_max);
     snprintf(where, where_n, "%s", child);
     /* ENOENT: another launch's sweep removed the empty child between our mkdir and move */
     for (int tries = 0; tries < 3; tries++) {
