@@ -683,20 +683,22 @@ static void release_std_fds(void)
 
 /*
  * A launch that got as far as the privilege drop and will not exec after
- * all: out of the cgroup it entered, and, under the registry's lock taken
- * again (the table may have changed since), the CPUs pools yielded to it
- * given back and its claim dropped. Once it is no longer root none of that
- * can be done, and the message says who will.
+ * all: root again (the drop keeps the way back until the exec), out of the
+ * cgroup it entered, and, under the registry's lock taken again (the table
+ * may have changed since), the CPUs pools yielded to it given back and its
+ * claim dropped. Where the way back is gone none of that can be done, and
+ * the message says who will.
  */
 static void abandon(const struct state_dir *sd, const struct topo *t, struct registry *reg,
-                    struct yield *y, const char *name, int claim_fd, bool unprivileged)
+                    struct yield *y, const char *name, int claim_fd, const char *not_root)
 {
     registry_close(reg);
     cgroup_leave();
-    if (unprivileged) {
-        log_notice("no longer root: its claim is left for the next launch to remove, its cgroup "
-                   "for the sweep, and services that yielded CPUs to it keep the smaller set "
-                   "until they restart");
+    if (not_root) {
+        log_notice("cannot be root again (%s): its claim is left for the next launch to remove, "
+                   "its cgroup for the sweep, and services that yielded CPUs to it keep the "
+                   "smaller set until they restart",
+                   not_root);
         return;
     }
     struct registry again;
@@ -706,6 +708,12 @@ static void abandon(const struct state_dir *sd, const struct topo *t, struct reg
     registry_drop(&again, name, claim_fd);
     yield_give_back(y, &again, t);
     registry_close(&again);
+}
+
+/* Root again after a drop (none: nothing to do); NULL, or why it cannot be. */
+static const char *regain(const struct privs *pv, char *why, size_t n)
+{
+    return pv && privs_regain(why, n) != 0 ? why : NULL;
 }
 
 /*
@@ -789,7 +797,8 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     int error;
     struct step_result *res = xcalloc(pl.nsteps ? pl.nsteps : 1, sizeof(*res));
     struct yield y = {0};
-    bool unprivileged = false;
+    char root_why[512];
+    const char *not_root = NULL; /* why it cannot be root again after the drop */
     log_plan_notes(&pl, o->strict);
     if (o->strict && pl.degraded) {
         log_error("--strict: the plan does not fully honour the profile; not executing %s", shown);
@@ -824,9 +833,11 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     if (pv) {
         char why[1024];
         int exec_error;
-        if (privs_drop(pv, cmd, &unprivileged, &exec_error, why, sizeof(why)) != 0) {
+        bool changed;
+        if (privs_drop(pv, cmd, &changed, &exec_error, why, sizeof(why)) != 0) {
             /* never a warning: the service would run with more than its profile gives it */
             log_error("privileges: %s; not executing %s", why, shown);
+            not_root = regain(pv, root_why, sizeof(root_why));
             status = exec_error == 0                                 ? EXIT_TUNERUN
                      : exec_error == ENOENT || exec_error == ENOTDIR ? EXIT_NOT_FOUND
                                                                      : EXIT_CANNOT_RUN;
@@ -835,14 +846,13 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         char *who = privs_describe(pv);
         log_info("ok      privileges             %s", who);
         free(who);
-        /* a failure from here on comes as the service's user, if the drop made one */
-        unprivileged = pv->change_id && geteuid() != 0;
     }
     log_info("executing %s", shown);
     fflush(NULL);
     /* the last thing before the exec: the limits may be too low for tunerun's own writes */
     struct rlimit *saved = xcalloc(pl.nsteps ? pl.nsteps : 1, sizeof(*saved));
     if ((error = apply_rlimits_final(&pl, saved)) != 0) {
+        not_root = regain(pv, root_why, sizeof(root_why)); /* raising a hard limit again needs it */
         apply_rlimits_undo(&pl, saved);
         free(saved);
         log_error("rlimit: cannot lower to the plan's limits: %s; not executing %s",
@@ -852,13 +862,14 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     release_std_fds();
     execvp(cmd, o->command);
     error = errno;
+    not_root = regain(pv, root_why, sizeof(root_why));
     apply_rlimits_undo(&pl, saved);
     free(saved);
     (void)hold_std_fds(); /* what abandon() opens must not land on 0-2 */
     log_error("cannot execute '%s': %s", shown, strerror(error));
     status = error == ENOENT || error == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
 abandoned:
-    abandon(sd, t, &reg, &y, name, claim_fd, unprivileged);
+    abandon(sd, t, &reg, &y, name, claim_fd, not_root);
     goto out;
 refused:
     if (claim_fd >= 0)

@@ -245,6 +245,28 @@ char *privs_cap_list(uint64_t mask)
 
 /* How privs_drop() left the bounding set, for privs_describe() after it. */
 static enum { NOT_DROPPED, BOUND_REDUCED, BOUND_MOOT } dropped;
+
+/*
+ * What the drop started from. Until the exec, the process keeps its
+ * permitted set across the uid change (PR_SET_KEEPCAPS), with only the
+ * kept capabilities effective: so a launch whose exec fails can be root
+ * again (privs_regain()) and take back its claim, its cgroup and the CPUs
+ * pools yielded to it. The exec then gives the service what the profile
+ * keeps and nothing of this: the kernel clears the permitted set before it
+ * computes the new one from the file's capabilities and the inheritable,
+ * ambient and bounding sets (security/commoncap.c, get_file_caps()). In
+ * between, the process is the service's user but not dumpable (its euid
+ * changed) and holds capabilities that user lacks, so the user can neither
+ * ptrace it nor read its memory.
+ */
+static struct {
+    bool saved;      /* privs_drop() began: there is something to come back from */
+    bool reversible; /* the permitted set survived the uid change */
+    uid_t ruid, euid, suid;
+    gid_t rgid, egid, sgid;
+    gid_t *groups;
+    int ngroups;
+} before;
 static bool bound_moot(const struct privs *pv);
 
 char *privs_describe(const struct privs *pv)
@@ -468,10 +490,13 @@ static int preflight(const struct privs *pv, bool *moot, char *err, size_t n)
 }
 
 /*
- * The command must be executable by the new user with the kept
- * capabilities: checked with that euid and effective set while the saved
- * uid can still come back, so a command it cannot run fails while tunerun
- * is still root. Called after the groups and gid changed.
+ * The command must be executable by the service's user (`pv->change_id`:
+ * after the groups and gid changed) with the kept capabilities alone:
+ * checked with that euid and effective set while the saved uid can still
+ * come back, so a command it cannot run fails while tunerun is still root.
+ * The effective set is put back as it was after: going back to euid 0
+ * restores it only where the kernel's setuid fixup is on, and not at all
+ * when the euid never changed (user = root, or keep_caps alone).
  */
 static int check_exec(const struct privs *pv, const char *command, int *exec_error, char *err,
                       size_t n)
@@ -479,9 +504,15 @@ static int check_exec(const struct privs *pv, const char *command, int *exec_err
     uid_t ruid, euid, suid;
     if (getresuid(&ruid, &euid, &suid) < 0)
         return fail(err, n, "getresuid");
-    if (euid != pv->uid && setresuid((uid_t)-1, pv->uid, (uid_t)-1) < 0)
+    uid_t uid = pv->change_id ? pv->uid : euid;
+    cap_t saved = cap_get_proc();
+    if (saved == NULL)
+        return fail(err, n, "cap_get_proc");
+    if (euid != uid && setresuid((uid_t)-1, uid, (uid_t)-1) < 0) {
+        cap_free(saved);
         return fail(err, n, "seteuid %s", pv->user);
-    /* leaving uid 0 cleared the effective set; the service will have `keep` */
+    }
+    /* the service will have `keep`, effective */
     cap_t caps = cap_get_proc();
     int r = 0;
     if (caps == NULL || cap_clear_flag(caps, CAP_EFFECTIVE) < 0)
@@ -495,15 +526,22 @@ static int check_exec(const struct privs *pv, const char *command, int *exec_err
     cap_free(caps);
     int error =
         r == 0 ? command_error(command, getenv("PATH")) : 0; /* the profile's [env] is set */
-    /* back to euid 0, where the effective set is the permitted one again */
-    if (euid != pv->uid && setresuid((uid_t)-1, euid, (uid_t)-1) < 0)
+    if (euid != uid && setresuid((uid_t)-1, euid, (uid_t)-1) < 0) {
+        cap_free(saved);
         return fail(err, n, "seteuid back to %lu", (unsigned long)euid);
+    }
+    int restored = cap_set_proc(saved);
+    cap_free(saved);
+    if (restored < 0)
+        return fail(err, n, "restoring the effective set after checking the command");
     if (r == 0 && error != 0) {
         *exec_error = error;
         errno = error;
         char shown[ESCAPED_SIZE(160)];
-        return fail(err, n, "%s cannot execute '%s'", pv->user,
-                    str_escaped(shown, sizeof(shown), command, 160));
+        char *caps_kept = pv->change_id ? NULL : privs_cap_list(pv->keep);
+        r = fail(err, n, "%s%s cannot execute '%s'", pv->change_id ? pv->user : "root keeping ",
+                 pv->change_id ? "" : caps_kept, str_escaped(shown, sizeof(shown), command, 160));
+        free(caps_kept);
     }
     return r;
 }
@@ -635,8 +673,13 @@ static int set_identity(const struct privs *pv, const char *command, bool *chang
     int r = check_exec(pv, command, exec_error, err, n);
     if (r != 0)
         return r;
-    /* the permitted set survives the uid change only when capabilities are kept */
-    if (pv->keep && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+    /*
+     * The permitted set survives the uid change (see `before`); where the
+     * securebit KEEP_CAPS is locked off it cannot, and only what is kept
+     * needs it.
+     */
+    bool keepcaps = prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) == 0;
+    if (!keepcaps && pv->keep)
         return fail(err, n, "prctl(PR_SET_KEEPCAPS)");
     if (ruid != pv->uid || euid != pv->uid || suid != pv->uid) {
         if (pv->uid != 0 && (r = keep_off_terminal(pv, err, n)) != 0)
@@ -644,6 +687,7 @@ static int set_identity(const struct privs *pv, const char *command, bool *chang
         if (setresuid(pv->uid, pv->uid, pv->uid) < 0)
             return fail(err, n, "setresuid %s", pv->user);
         *changed = true;
+        before.reversible = keepcaps || pv->uid == 0;
         /*
          * The session keyring is the caller's (a root login's, its NFS or
          * cifs passwords): a new, empty one of the service's own, as
@@ -654,7 +698,7 @@ static int set_identity(const struct privs *pv, const char *command, bool *chang
             errno != EPERM)
             return fail(err, n, "keyctl(KEYCTL_JOIN_SESSION_KEYRING)");
     }
-    if (pv->keep && prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
+    if (keepcaps && prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
         return fail(err, n, "prctl(PR_SET_KEEPCAPS, 0)");
     if (getresuid(&ruid, &euid, &suid) < 0 || getresgid(&rgid, &egid, &sgid) < 0)
         return fail(err, n, "getresuid");
@@ -683,12 +727,18 @@ static int drop_bounding(const struct privs *pv, char *err, size_t n)
     return 0;
 }
 
+/*
+ * Effective and inheritable: the kept capabilities. Permitted: those, and
+ * what else it holds until the exec clears it (`before`).
+ */
 static int set_sets(const struct privs *pv, char *err, size_t n)
 {
-    cap_t caps = cap_init();
+    cap_t caps = cap_get_proc();
     if (caps == NULL)
-        return fail(err, n, "cap_init");
+        return fail(err, n, "cap_get_proc");
     int r = 0;
+    if (cap_clear_flag(caps, CAP_EFFECTIVE) < 0 || cap_clear_flag(caps, CAP_INHERITABLE) < 0)
+        r = fail(err, n, "cap_clear_flag");
     for (cap_value_t c = 0; c < 64 && r == 0; c++) {
         if (!kept(pv, c))
             continue;
@@ -725,7 +775,8 @@ static int verify_caps(const struct privs *pv, bool moot, char *err, size_t n)
     int r = 0;
     for (cap_value_t c = 0; r == 0 && c < (cap_value_t)cap_max_bits(); c++) {
         bool want = kept(pv, c);
-        if (have(caps, c, CAP_PERMITTED) != want || have(caps, c, CAP_EFFECTIVE) != want ||
+        /* a permitted capability not kept is cleared by the exec (`before`) */
+        if ((want && !have(caps, c, CAP_PERMITTED)) || have(caps, c, CAP_EFFECTIVE) != want ||
             have(caps, c, CAP_INHERITABLE) != want || (!moot && (cap_get_bound(c) == 1) != want) ||
             (cap_get_ambient(c) == 1) != want) {
             char *name = cap_to_name(c);
@@ -751,6 +802,23 @@ int privs_drop(const struct privs *pv, const char *command, bool *changed, int *
     errno = 0;
     bool moot;
     int r = preflight(pv, &moot, err, n);
+    /* a user change checks the command at that user (set_identity()), root keeping caps here */
+    if (r == 0 && pv->caps && !pv->change_id)
+        r = check_exec(pv, command, exec_error, err, n);
+    if (r == 0 && !before.saved) {
+        int ngroups = getgroups(0, NULL);
+        before.groups = xcalloc(ngroups > 0 ? (size_t)ngroups : 1, sizeof(gid_t));
+        if (ngroups < 0 || (before.ngroups = getgroups(ngroups, before.groups)) < 0 ||
+            getresuid(&before.ruid, &before.euid, &before.suid) < 0 ||
+            getresgid(&before.rgid, &before.egid, &before.sgid) < 0) {
+            r = fail(err, n, "reading this process's ids");
+            free(before.groups);
+            before.groups = NULL;
+        } else {
+            before.saved = true;
+            before.reversible = true;
+        }
+    }
     if (r == 0 && pv->caps && !moot)
         r = drop_bounding(pv, err, n);
     if (r == 0 && pv->change_id)
@@ -767,5 +835,38 @@ int privs_drop(const struct privs *pv, const char *command, bool *changed, int *
     }
     if (r == 0)
         dropped = moot ? BOUND_MOOT : BOUND_REDUCED;
+    return r;
+}
+
+int privs_regain(char *err, size_t n)
+{
+    if (!before.saved)
+        return 0; /* nothing was dropped */
+    if (!before.reversible)
+        return refuse(err, n,
+                      "the permitted set did not survive the change of user (the securebit "
+                      "KEEP_CAPS is locked off)");
+    cap_t caps = cap_get_proc();
+    if (caps == NULL)
+        return fail(err, n, "cap_get_proc");
+    int r = 0;
+    /* every capability it still holds, effective: what the ids and the undoing need */
+    for (cap_value_t c = 0; r == 0 && c < (cap_value_t)cap_max_bits(); c++)
+        if (have(caps, c, CAP_PERMITTED) && cap_set_flag(caps, CAP_EFFECTIVE, 1, &c, CAP_SET) < 0)
+            r = fail(err, n, "cap_set_flag");
+    if (r == 0 && cap_set_proc(caps) < 0)
+        r = fail(err, n, "raising the effective set again");
+    cap_free(caps);
+    if (r == 0 && setgroups((size_t)before.ngroups, before.groups) < 0)
+        r = fail(err, n, "setgroups back");
+    if (r == 0 && setresgid(before.rgid, before.egid, before.sgid) < 0)
+        r = fail(err, n, "setresgid back to %lu", (unsigned long)before.egid);
+    if (r == 0 && setresuid(before.ruid, before.euid, before.suid) < 0)
+        r = fail(err, n, "setresuid back to %lu", (unsigned long)before.euid);
+    if (r == 0) {
+        free(before.groups);
+        memset(&before, 0, sizeof(before));
+        dropped = NOT_DROPPED;
+    }
     return r;
 }

@@ -77,4 +77,13 @@ int privs_check(const struct privs *pv, char *err, size_t n);
 int privs_drop(const struct privs *pv, const char *command, bool *changed, int *exec_error,
                char *err, size_t n);
 
+/*
+ * After privs_drop() (done or failed part way) when the exec did not
+ * happen: the ids, groups and effective capabilities tunerun started with
+ * again, so that it can undo the launch as root. Until the exec the drop
+ * keeps the permitted set for this (the exec clears it). Returns 0 (also
+ * when nothing was dropped), or errno with err saying why it cannot.
+ */
+int privs_regain(char *err, size_t n);
+
 #endif
