@@ -10,7 +10,8 @@
  *
  * inih is built by Debian without INI_HANDLER_LINENO, so we feed it through
  * ini_parse_stream() with a reader that counts lines itself; the count is
- * the line of the key inih is handing us, continuation lines included.
+ * the line of the key inih is handing us (it would join no continuation
+ * line: the reader refuses them).
  */
 #include "profile.h"
 #include "parse.h"
@@ -188,6 +189,7 @@ struct reader {
     char bad_name[32]; /* its name */
     int odd_line;      /* first line inih would read other than as written, 0 if none */
     const char *odd_why;
+    bool after_key; /* inih's: a key was read since the last section header */
 };
 
 static char *reader_next(char *buf, int size, void *stream)
@@ -212,8 +214,30 @@ static char *reader_next(char *buf, int size, void *stream)
         r->odd_why = "a carriage return inside a line: lines end with a newline (\\n or \\r\\n)";
     }
     r->pos = nl ? nl + 1 : r->pos + strlen(r->pos);
+    /* where inih reads the line from: past a byte order mark on the first, then white space */
+    const char *open = buf;
+    if (r->line == 1 && strncmp(open, "\xef\xbb\xbf", 3) == 0)
+        open += 3;
+    while (isspace((unsigned char)*open))
+        open++;
+    bool text = *open != '\0' && *open != ';' && *open != '#';
+    /*
+     * An indented line after a key (blank lines and comments between, up to
+     * the next section header) is one more value of that key to inih, which
+     * replaces the first; an indented [section] is such a line, and the
+     * keys after it would land in the section before.
+     */
+    if (text && open > buf && r->after_key) {
+        if (r->odd_line == 0) {
+            r->odd_line = r->line;
+            r->odd_why = "an indented line after a key continues that key, and replaces its "
+                         "value: unindent it";
+        }
+        return buf;
+    }
+    if (text)
+        r->after_key = *open != '[';
     /* inih only reports keys; catch an unknown section at its header, even an empty one. */
-    const char *open = buf + strspn(buf, " \t");
     const char *close = *open == '[' ? strchr(open, ']') : NULL;
     /* and what follows a header, which inih drops unread: "[memory] thp = never" */
     const char *after = close ? close + 1 + strspn(close + 1, " \t\r\n") : NULL;
@@ -1316,6 +1340,31 @@ static bool set_loader_env(struct profile *p, const char *v, struct origin at, c
  * written) fail. Linux starts processes at 1024.
  */
 #define NOFILE_MIN 64
+/*
+ * Limits under which no service can even be executed: the kernel builds
+ * the new stack, and ld.so maps the libraries (address space, private
+ * data), after execve() has passed its point of no return, so a failure
+ * there kills the service with SIGSEGV, and a CPU limit of 0 with SIGKILL,
+ * with no message (/bin/true alone needs 2.4 MiB of address space, 120 KiB
+ * of data and 16 KiB of stack). A value below one of these is a slip.
+ */
+static const struct {
+    int resource;
+    rlim_t min;
+    const char *shown, *why;
+} limit_floors[] = {
+    {RLIMIT_AS, 16 << 20, "16 MiB",
+     "ld.so maps the service's libraries after the exec can no longer fail, and SIGSEGV kills "
+     "it there"},
+    {RLIMIT_DATA, 1 << 20, "1 MiB",
+     "ld.so maps the libraries' data after the exec can no longer fail, and SIGSEGV kills it "
+     "there"},
+    {RLIMIT_STACK, 128 << 10, "128 KiB",
+     "the kernel builds the new stack after the exec can no longer fail, and SIGSEGV kills it "
+     "there"},
+    {RLIMIT_CPU, 1, "1 second", "the kernel kills it (SIGKILL) before it runs"},
+};
+
 /* The most fs.nr_open may be set to: the kernel's sysctl_nr_open_max. */
 #define NR_OPEN_MAX                                                                                \
     (((size_t)INT_MAX < SIZE_MAX / sizeof(void *) ? (size_t)INT_MAX : SIZE_MAX / sizeof(void *)) & \
@@ -1348,6 +1397,20 @@ static bool set_limit(struct profile *p, const char *name, const char *v, struct
                      "%s below %d, the least a service can run with: its libraries, logs and "
                      "sockets, and tunerun's own steps after the limit, need descriptors",
                      what, NOFILE_MIN);
+            *why = buf;
+            return false;
+        }
+        for (size_t f = 0; f < sizeof(limit_floors) / sizeof(limit_floors[0]); f++) {
+            if (limit_floors[f].resource != (int)rlimits[i].resource || soft >= limit_floors[f].min)
+                continue; /* soft <= hard */
+            static char buf[320];
+            bool secs = rlimits[i].resource == RLIMIT_CPU;
+            snprintf(buf, sizeof(buf),
+                     "a %slimit of %llu %s%s is below %s, the least a service can be executed "
+                     "with: %s",
+                     soft == hard ? "" : "soft ", (unsigned long long)soft,
+                     secs ? "second" : "byte", soft == 1 ? "" : "s", limit_floors[f].shown,
+                     limit_floors[f].why);
             *why = buf;
             return false;
         }

@@ -200,6 +200,26 @@ static void test_errors_name_file_and_line(void **state)
     assert_string_equal(load_error("[memory] ; a comment\r\nthp = never\r\n[limits] # too\r\n"),
                         "");
 
+    /* where inih starts a line: past a byte order mark on the first, past \v and \f too */
+    m = load_error("\xef\xbb\xbf[memory] thp = never\n");
+    assert_non_null(strstr(m, "bad.ini:1: text after the section header"));
+    m = load_error("\xef\xbb\xbf[bogus]\n");
+    assert_non_null(strstr(m, "bad.ini:1: unknown section [bogus]"));
+    m = load_error("[memory]\n\f[bogus]\n");
+    assert_non_null(strstr(m, "bad.ini:2: unknown section [bogus]"));
+    m = load_error("\v[memory] thp = never\n");
+    assert_non_null(strstr(m, "bad.ini:1: text after the section header"));
+    assert_string_equal(load_error("\xef\xbb\xbf[memory]\nthp = never\n"), "");
+    /* an indented line after a key continues it: an indented [section] would not start one */
+    m = load_error("[env]\nFOO = bar\n  [security]\nuser = root\n");
+    assert_non_null(strstr(m, "bad.ini:3: an indented line after a key continues that key, and "
+                              "replaces its value: unindent it"));
+    m = load_error("[profile]\ndescription = first\n\n; between\n   second\n");
+    assert_non_null(strstr(m, "bad.ini:5: an indented line after a key continues"));
+    /* indented keys right after a header, and indented comments, are what they look like */
+    assert_string_equal(load_error("[memory]\n  thp = never\n  ; a note\n[limits]\n\tcore = 0\n"),
+                        "");
+
     m = load_error("[env]\nLD_PRELOAD = /tmp/evil.so\n");
     assert_non_null(strstr(m, "bad.ini:2: env.LD_PRELOAD: a loader variable"));
     assert_non_null(strstr(m, "[security] loader_env = LD_PRELOAD"));
@@ -685,6 +705,19 @@ static void test_nofile_floor(void **state)
     assert_string_equal(load_error("[limits]\nnofile = 1K\n"), "");
     /* only nofile: other limits keep their own meaning of small numbers */
     assert_string_equal(load_error("[limits]\ncore = 0\n"), "");
+    /* but not those no service can be executed under: it would die at its exec, unexplained */
+    m = load_error("[limits]\nas = 1\n");
+    assert_non_null(strstr(m,
+                           "bad.ini:2: limits.as: a limit of 1 byte is below 16 MiB, the least a "
+                           "service can be executed with: ld.so maps"));
+    m = load_error("[limits]\ncpu = 0\n");
+    assert_non_null(strstr(m, "limits.cpu: a limit of 0 seconds is below 1 second"));
+    m = load_error("[limits]\nstack = 64K:unlimited\n");
+    assert_non_null(strstr(m, "limits.stack: a soft limit of 65536 bytes is below 128 KiB"));
+    m = load_error("[limits]\ndata = 0\n");
+    assert_non_null(strstr(m, "limits.data: a limit of 0 bytes is below 1 MiB"));
+    assert_string_equal(
+        load_error("[limits]\nas = 16M\ndata = 1M\nstack = 128K\ncpu = 1\nrss = 1\n"), "");
 
     assert_true(profile_load(&p, "profiles/mysql.ini", NULL, &e));
     assert_false(profile_set(&p, "limits.nofile=4", &e));
