@@ -827,7 +827,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         yield_undo(&y);
         goto refused;
     }
-    yield_record(&y, &pl, &reg);
+    yield_record(&y, &pl, &reg, claim_fd >= 0 ? name : NULL);
     /* no lock held over the exec: a hung filesystem would stall every launch behind it */
     registry_release(&reg);
     if (pv) {

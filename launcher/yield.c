@@ -128,26 +128,35 @@ void yield_undo(struct yield *y)
         thread_set_cpus(y->threads[i].tid, y->threads[i].was);
 }
 
-void yield_record(struct yield *y, const struct plan *pl, struct registry *reg)
+/* Whether the yield moved any thread of shrink i. */
+static bool moved_any(const struct yield *y, size_t shrink)
 {
+    for (size_t k = 0; k < y->nthreads; k++)
+        if (y->threads[k].shrink == shrink)
+            return true;
+    return false;
+}
+
+void yield_record(struct yield *y, const struct plan *pl, struct registry *reg, const char *own)
+{
+    y->placed = hwloc_bitmap_alloc();
+    for (size_t i = 0; i < reg->nclaims; i++)
+        if (!reg->claims[i].pool && (own == NULL || strcmp(reg->claims[i].file, own) != 0))
+            hwloc_bitmap_or(y->placed, y->placed, reg->claims[i].cpus);
     y->claims = xcalloc(pl->nshrinks ? pl->nshrinks : 1, sizeof(*y->claims));
     for (size_t i = 0; i < pl->nshrinks; i++) {
         const struct plan_shrink *s = &pl->shrinks[i];
-        /* the claim shrinks only with its threads: one that stayed is no smaller */
-        if (!y->done[i])
-            continue;
+        if (!y->done[i] && !moved_any(y, i))
+            continue; /* nothing changed */
         const struct claim *k = &reg->claims[s->claim];
         struct shrunk_claim before = {i, xstrdup(k->file), hwloc_bitmap_dup(k->cpus),
-                                      hwloc_bitmap_dup(k->nodes)};
+                                      hwloc_bitmap_dup(k->nodes), false};
         struct err e;
-        if (registry_update(reg, s->claim, s->cpus, s->nodes, &e)) {
-            y->claims[y->nclaims++] = before;
-            continue;
-        }
-        log_warn("registry: %s", e.msg);
-        free(before.file);
-        hwloc_bitmap_free(before.cpus);
-        hwloc_bitmap_free(before.nodes);
+        /* the claim shrinks only with its threads: one that stayed is no smaller */
+        if (y->done[i] &&
+            !(before.recorded = registry_update(reg, s->claim, s->cpus, s->nodes, &e)))
+            log_warn("registry: %s", e.msg);
+        y->claims[y->nclaims++] = before;
     }
 }
 
@@ -171,6 +180,9 @@ void yield_give_back(struct yield *y, struct registry *reg, const struct topo *t
     for (size_t i = 0; i < reg->nclaims; i++)
         if (!reg->claims[i].pool)
             hwloc_bitmap_or(held, held, reg->claims[i].cpus);
+    /* held since: a placed service that shared CPUs with a pool before still shares them */
+    if (y->placed)
+        hwloc_bitmap_andnot(held, held, y->placed);
     /* per claim: what it got back, and all it holds then (NULL: not restored) */
     hwloc_bitmap_t *given = xcalloc(y->nclaims ? y->nclaims : 1, sizeof(*given));
     hwloc_bitmap_t *holds = xcalloc(y->nclaims ? y->nclaims : 1, sizeof(*holds));
@@ -182,9 +194,23 @@ void yield_give_back(struct yield *y, struct registry *reg, const struct topo *t
         if (i == reg->nclaims)
             continue; /* it ended meanwhile: nothing to give back to */
         const struct claim *now = &reg->claims[i];
+        if (!k->recorded) {
+            /* never shrunk: its threads go back within what it holds now */
+            given[c] = hwloc_bitmap_dup(now->cpus);
+            holds[c] = hwloc_bitmap_dup(now->cpus);
+            continue;
+        }
         hwloc_bitmap_t give = hwloc_bitmap_alloc();
         hwloc_bitmap_andnot(give, k->cpus, now->cpus);
         hwloc_bitmap_andnot(give, give, held);
+        if (hwloc_bitmap_iszero(give)) {
+            char *taken = bitmap_list(k->cpus);
+            log_notice("%s: gets none of CPUs %s back: services placed since hold them",
+                       now->profile, taken);
+            free(taken);
+            hwloc_bitmap_free(give);
+            continue;
+        }
         hwloc_bitmap_or(cpus, now->cpus, give);
         /* its nodes: as they were when all came back, else those its CPUs are on */
         hwloc_bitmap_t nodes = hwloc_bitmap_dup(k->nodes);
@@ -193,11 +219,11 @@ void yield_give_back(struct yield *y, struct registry *reg, const struct topo *t
             topo_nodes_of(t, cpus, nodes);
         }
         struct err e;
-        char *list = bitmap_list(cpus);
+        char *list = bitmap_list(give), *all = bitmap_list(cpus);
         bool updated = registry_update(reg, i, cpus, nodes, &e);
         hwloc_bitmap_free(nodes);
         if (updated) {
-            log_notice("%s: gave CPUs %s back", now->profile, list);
+            log_notice("%s: gets CPUs %s back (%s in all)", now->profile, list, all);
             given[c] = give;
             holds[c] = hwloc_bitmap_dup(cpus);
         } else {
@@ -205,6 +231,7 @@ void yield_give_back(struct yield *y, struct registry *reg, const struct topo *t
             hwloc_bitmap_free(give);
         }
         free(list);
+        free(all);
     }
     size_t failed = 0;
     int error = 0;
@@ -259,6 +286,7 @@ void yield_free(struct yield *y)
         hwloc_bitmap_free(y->claims[i].cpus);
         hwloc_bitmap_free(y->claims[i].nodes);
     }
+    hwloc_bitmap_free(y->placed);
     free(y->threads);
     free(y->done);
     free(y->claims);

@@ -18,11 +18,16 @@ struct moved_thread {
     hwloc_bitmap_t to;  /* the CPUs it was moved to */
 };
 
-/* A claim the yield made smaller, and the sets it held before. */
+/*
+ * A claim whose threads the yield moved, and the sets it held before:
+ * recorded when the registry has it smaller too, else (a thread that could
+ * not move, a registry write that failed) it is as it was.
+ */
 struct shrunk_claim {
     size_t shrink;
     char *file; /* the claim file's name: what finds it in the registry read again */
     hwloc_bitmap_t cpus, nodes;
+    bool recorded;
 };
 
 struct yield {
@@ -31,6 +36,7 @@ struct yield {
     bool *done; /* per plan shrink: every thread it found moved */
     struct shrunk_claim *claims;
     size_t nclaims;
+    hwloc_bitmap_t placed; /* the CPUs other placed services held when the pools shrank */
 };
 
 /*
@@ -44,16 +50,23 @@ int yield_take(struct yield *y, const struct plan *pl, struct registry *reg);
 /* Under --strict: every thread moved goes back where it was. */
 void yield_undo(struct yield *y);
 
-/* Each pool whose threads all moved gets its smaller claim; `y` keeps the old one. */
-void yield_record(struct yield *y, const struct plan *pl, struct registry *reg);
+/*
+ * Each pool whose threads all moved gets its smaller claim; `y` keeps the
+ * old one, and what placed services other than this launch's claim (`own`)
+ * hold then.
+ */
+void yield_record(struct yield *y, const struct plan *pl, struct registry *reg, const char *own);
 
 /*
  * The command did not run after all: each claim gets back the CPUs it gave
  * this launch in `reg` (the registry read again, under its lock, without
- * this launch's claim), but none a placed service holds now (a launch
- * since may have taken them), and its threads get back only those, so that
- * threads and registry never disagree. A claim's nodes are those of its
- * CPUs then (t). Threads a pool started meanwhile keep the smaller set.
+ * this launch's claim), but none a service placed since holds now (a launch
+ * since may have taken them; one that shared them with the pool before
+ * still does), and its threads get back only those, so that threads and
+ * registry never disagree. A claim's nodes are those of its CPUs then (t).
+ * The threads of a pool whose claim never shrank (one of them could not
+ * move) go back as they were, within what that claim holds now. Threads a
+ * pool started meanwhile keep the smaller set.
  */
 void yield_give_back(struct yield *y, struct registry *reg, const struct topo *t);
 
