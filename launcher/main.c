@@ -453,14 +453,17 @@ static int list_profiles(const struct profile_paths *paths)
         for (int k = 0; k < n; k++) {
             size_t len = strlen(names[k]->d_name);
             if (len > 4 && strcmp(names[k]->d_name + len - 4, ".ini") == 0) {
-                char name[256];
+                char name[256], shown[ESCAPED_SIZE(255)], file[ESCAPED_SIZE(255)];
                 snprintf(name, sizeof(name), "%.*s", (int)(len - 4), names[k]->d_name);
                 size_t where = 0;
                 char *winner = profile_find(name, paths, &where);
                 if (found == 0) /* a header over nothing would read as an empty success */
                     printf("%-12s %-20s %s\n", "NAME", "SOURCE", "PATH");
-                printf("%-12s %-20s %s/%s%s\n", name, paths->labels[i], paths->dirs[i],
-                       names[k]->d_name, winner && where != i ? "  (shadowed)" : "");
+                /* a name is a file's, which a build tree's profiles/ lets its owner choose */
+                printf("%-12s %-20s %s/%s%s\n", str_escaped(shown, sizeof(shown), name, 255),
+                       paths->labels[i], paths->dirs[i],
+                       str_escaped(file, sizeof(file), names[k]->d_name, 255),
+                       winner && where != i ? "  (shadowed)" : "");
                 free(winner);
                 found++;
             }

@@ -120,6 +120,15 @@ void report_step_value(const struct plan_step *s, char *buf, size_t n)
     free(list);
 }
 
+/* A path as a line of text shows it: what str_escaped() makes of it, whole. */
+static char *shown_path(const char *path)
+{
+    size_t len = strlen(path);
+    char *buf = xcalloc(ESCAPED_SIZE(len), 1);
+    str_escaped(buf, ESCAPED_SIZE(len), path, len);
+    return buf;
+}
+
 static void topo_summary(FILE *f, const struct topo *t)
 {
     char *cpus = bitmap_list(t->cpus);
@@ -127,8 +136,10 @@ static void topo_summary(FILE *f, const struct topo *t)
     for (size_t i = 0; i < t->nnodes; i++)
         homes += !hwloc_bitmap_iszero(t->nodes[i].cpus);
     int n = hwloc_bitmap_weight(t->cpus);
-    fprintf(f, "%s: %zu NUMA node%s (%zu with CPUs), %d CPU%s allowed (%s)", t->desc, t->nnodes,
+    char *desc = shown_path(t->desc); /* --topology FILE */
+    fprintf(f, "%s: %zu NUMA node%s (%zu with CPUs), %d CPU%s allowed (%s)", desc, t->nnodes,
             t->nnodes == 1 ? "" : "s", homes, n, n == 1 ? "" : "s", cpus ? cpus : "");
+    free(desc);
     free(cpus);
 }
 
@@ -137,11 +148,16 @@ void report_plan_text(FILE *f, const struct profile *p, const struct topo *t, co
 {
     char *cpus = bitmap_list(pl->cpus), *nodes = bitmap_list(pl->nodes),
          *mem = bitmap_list(pl->mem_nodes);
-    fprintf(f, "profile    %s (%s)\n", p->name, p->path);
+    char *path = shown_path(p->path);
+    fprintf(f, "profile    %s (%s)\n", p->name, path);
+    free(path);
     if (p->description)
         fprintf(f, "           %s\n", p->description);
-    for (size_t i = 0; i + 1 < p->nfiles; i++)
-        fprintf(f, "includes   %s\n", p->files[i + 1]);
+    for (size_t i = 0; i + 1 < p->nfiles; i++) {
+        char *file = shown_path(p->files[i + 1]);
+        fprintf(f, "includes   %s\n", file);
+        free(file);
+    }
     if (p->fears)
         fprintf(f, "fears      %s\n", p->fears);
     fprintf(f, "topology   ");
