@@ -839,9 +839,33 @@ static bool set_exclusive(struct profile *p, const char *v, struct origin at, co
     return set_bool(&p->placement.exclusive, v, why);
 }
 
+/*
+ * Whether a comma-separated list has an empty item: "a,,b", "a," or ",a".
+ * strtok_r() would pass over it; it is a slip, not a way to say none.
+ */
+static bool empty_item(const char *v, const char **why)
+{
+    for (const char *item = v;; item++) {
+        const char *end = strchrnul(item, ',');
+        const char *p = item;
+        while (p < end && isspace((unsigned char)*p))
+            p++;
+        if (p == end) {
+            *why = "an empty item in the list (',,', or a ',' at either end): a slip, not a way "
+                   "to say none";
+            return true;
+        }
+        if (*end == '\0')
+            return false;
+        item = end;
+    }
+}
+
 static bool set_avoid(struct profile *p, const char *v, struct origin at, const char **why)
 {
     (void)at;
+    if (*v && empty_item(v, why))
+        return false;
     for (size_t i = 0; i < p->placement.navoid; i++)
         free(p->placement.avoid[i]);
     p->placement.navoid = 0;
@@ -1120,6 +1144,8 @@ static bool set_keep_caps(struct profile *p, const char *v, struct origin at, co
         p->security.keep_caps_at = at;
         return true;
     }
+    if (empty_item(v, why))
+        return false;
     uint64_t mask = 0;
     char *list = xstrdup(v), *save = NULL;
     bool ok = true;
@@ -1310,6 +1336,8 @@ static bool check_loader_env(const struct profile *p, struct err *e)
 static bool set_loader_env(struct profile *p, const char *v, struct origin at, const char **why)
 {
     (void)at;
+    if (*v && empty_item(v, why))
+        return false;
     for (size_t i = 0; i < p->security.nloader_env; i++)
         free(p->security.loader_env[i]);
     p->security.nloader_env = 0;

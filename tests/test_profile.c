@@ -519,6 +519,16 @@ static void test_security_keys(void **state)
     assert_true(profile_set(&p, "security.user=4294967295", &e));
     assert_false(privs_resolve(&pv, &p, &e));
     assert_non_null(strstr(e.msg, "'4294967295' is not a uid"));
+    /* an empty item is a slip, not a way to say none: refused, the value as it was */
+    const char *slips[] = {"security.keep_caps=,", "security.keep_caps=cap_kill,,cap_chown",
+                           "security.keep_caps= ,cap_kill", "placement.avoid=nginx,",
+                           "security.loader_env=LD_PRELOAD,,LD_LIBRARY_PATH"};
+    for (size_t i = 0; i < sizeof(slips) / sizeof(slips[0]); i++) {
+        assert_false(profile_set(&p, slips[i], &e));
+        assert_non_null(strstr(e.msg, ": an empty item in the list (',,', or a ',' at either "
+                                      "end): a slip, not a way to say none"));
+    }
+    assert_true(p.security.keep_caps_set && p.security.keep_caps == 0);
     /* empty undoes what an include set */
     assert_true(profile_set(&p, "security.keep_caps=", &e));
     assert_false(p.security.keep_caps_set);
