@@ -198,18 +198,23 @@ static char *reader_next(char *buf, int size, void *stream)
     if (*r->pos == '\0')
         return NULL;
     const char *nl = strchr(r->pos, '\n');
-    size_t len = nl ? (size_t)(nl - r->pos) + 1 : strlen(r->pos);
+    size_t chars = nl ? (size_t)(nl - r->pos) : strlen(r->pos);
+    /* a \r ending the line is part of its end (\r\n): inih strips it as white space */
+    if (chars > 0 && r->pos[chars - 1] == '\r')
+        chars--;
     r->line++;
-    /* The limit counts characters, not the newline: a last line without one is held to it too. */
-    if ((nl ? len - 1 : len) > LINE_MAX_CHARS && r->long_line == 0)
+    /* The limit counts characters, not the line's end: a last line without one is held to it too.
+     */
+    if (chars > LINE_MAX_CHARS && r->long_line == 0)
         r->long_line = r->line;
-    if (len > (size_t)size - 1)
-        len = (size_t)size - 1; /* inih would split the line and parse its tail as a new line */
-    memcpy(buf, r->pos, len);
-    buf[len] = '\0';
+    /* inih would split a longer line and parse its tail as a new line: refused above anyway */
+    size_t n = chars < (size_t)size - 2 ? chars : (size_t)size - 2;
+    memcpy(buf, r->pos, n);
+    if (nl)
+        buf[n++] = '\n';
+    buf[n] = '\0';
     /* a carriage return ends nothing for inih: a file of old Mac line ends is one long line */
-    const char *cr = memchr(r->pos, '\r', len);
-    if (cr && cr + 1 < r->pos + len && cr[1] != '\n' && r->odd_line == 0) {
+    if (memchr(r->pos, '\r', chars) && r->odd_line == 0) {
         r->odd_line = r->line;
         r->odd_why = "a carriage return inside a line: lines end with a newline (\\n or \\r\\n)";
     }

@@ -688,6 +688,11 @@ static void test_set_checked_as_a_line(void **state)
     assert_string_equal(load_error(value), "");
     snprintf(value, sizeof(value), "[env]\nX=%0197d", 0);
     assert_non_null(strstr(load_error(value), "bad.ini:2: line too long (at most 198 characters)"));
+    /* and on a line that ends \r\n: the \r is no character of it */
+    snprintf(value, sizeof(value), "[env]\r\nX=%0196d\r\nY=1\r\n", 0);
+    assert_string_equal(load_error(value), "");
+    snprintf(value, sizeof(value), "[env]\r\nX=%0197d\r\n", 0);
+    assert_non_null(strstr(load_error(value), "bad.ini:2: line too long (at most 198 characters)"));
 }
 
 /*
