@@ -147,8 +147,9 @@ static void apply_oom(const struct plan_step *s, struct step_result *r)
     int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
     char buf[16];
     int len = snprintf(buf, sizeof(buf), "%d", s->u.oom_score_adj);
-    if (fd < 0 || write(fd, buf, (size_t)len) != len) {
-        int error = errno;
+    ssize_t w = fd < 0 ? -1 : write(fd, buf, (size_t)len);
+    if (w != len) {
+        int error = w < 0 ? errno : EIO; /* a short write sets no errno */
         if (fd >= 0)
             close(fd);
         long cur = read_long_file("/proc/self/oom_score_adj");
