@@ -792,10 +792,14 @@ bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bo
     }
     sweep(dir);
     snprintf(where, where_n, "%s", child);
-    /* ENOENT: another launch's sweep removed the empty child between our mkdir and move */
+    /*
+     * Another launch removed the empty child between our mkdir and the
+     * writes in it (its sweep, or a failed launch leaving it): ENOENT
+     * where the name is gone, ENODEV from a file opened in it just before.
+     */
     for (int tries = 0; tries < 3; tries++) {
         *error = enter_once(dir, child, v2, swappiness, set_swap_max, swap_max, &step, &in);
-        if (*error != ENOENT || strcmp(in, child) != 0)
+        if ((*error != ENOENT && *error != ENODEV) || strcmp(in, child) != 0)
             break;
     }
     if (*error != 0) {
