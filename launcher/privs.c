@@ -563,22 +563,25 @@ static int check_exec(const struct privs *pv, const char *command, int *exec_err
  * the background is no longer stopped when it reads.
  *
  * Written by hand: libseccomp is not among the libraries tunerun links,
- * and the filter is fifteen instructions. The command is compared on its
+ * and the filter is sixteen instructions. The command is compared on its
  * low 32 bits, as the kernel reads ioctl's, so that no high bit slips
  * past (CVE-2019-10063). On x86-64, the x32 and i386 entries are filtered
  * too. Installing it needs CAP_SYS_ADMIN (root still has it here) or
  * no_new_privs, set early for that only when the profile asks for it.
  */
 #if defined(__x86_64__)
-#define NATIVE_ARCH  AUDIT_ARCH_X86_64
-#define X32_IOCTL    (__X32_SYSCALL_BIT | 514)
-#define COMPAT_ARCH  AUDIT_ARCH_I386
-#define COMPAT_IOCTL 54
+#define NATIVE_ARCH AUDIT_ARCH_X86_64
+#define X32_IOCTL   (__X32_SYSCALL_BIT | 514)
+/* before Linux 5.4 x32's table shared the native one: x32's 16 was the 64-bit ioctl */
+#define X32_NATIVE_IOCTL (__X32_SYSCALL_BIT | __NR_ioctl)
+#define COMPAT_ARCH      AUDIT_ARCH_I386
+#define COMPAT_IOCTL     54
 #elif defined(__aarch64__)
-#define NATIVE_ARCH  AUDIT_ARCH_AARCH64
-#define X32_IOCTL    __NR_ioctl /* no x32: the same test again */
-#define COMPAT_ARCH  AUDIT_ARCH_ARM
-#define COMPAT_IOCTL 54
+#define NATIVE_ARCH      AUDIT_ARCH_AARCH64
+#define X32_IOCTL        __NR_ioctl /* no x32: the same test again */
+#define X32_NATIVE_IOCTL __NR_ioctl
+#define COMPAT_ARCH      AUDIT_ARCH_ARM
+#define COMPAT_IOCTL     54
 #endif
 
 #ifdef NATIVE_ARCH
@@ -625,10 +628,11 @@ static int keep_off_terminal(const struct privs *pv, char *err, size_t n)
     unsigned cmd = offsetof(struct seccomp_data, args[1]);
     struct sock_filter code[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 0, 4),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 0, 5),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 6, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, X32_IOCTL, 5, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 7, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, X32_IOCTL, 6, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, X32_NATIVE_IOCTL, 5, 0),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, COMPAT_ARCH, 0, 2),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
