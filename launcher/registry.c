@@ -945,9 +945,9 @@ bool registry_update(struct registry *r, size_t i, hwloc_const_bitmap_t cpus,
                      hwloc_const_bitmap_t nodes, struct err *e)
 {
     struct claim *c = &r->claims[i];
+    hwloc_bitmap_t old_cpus = hwloc_bitmap_dup(c->cpus), old_nodes = hwloc_bitmap_dup(c->nodes);
     hwloc_bitmap_copy(c->cpus, cpus);
     hwloc_bitmap_copy(c->nodes, nodes);
-    r->rewrite = true;
     /* Its file too, or a rebuild would restore the CPUs it gave up. */
     int fd = openat(r->sd->fd, c->file, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
     const char *why = fd < 0 ? strerror(errno) : state_distrust(fd);
@@ -963,6 +963,14 @@ bool registry_update(struct registry *r, size_t i, hwloc_const_bitmap_t cpus,
     free(line);
     if (fd >= 0)
         close(fd);
+    if (ok) {
+        r->rewrite = true;
+    } else { /* the claim stays as its file says: the table must not say otherwise */
+        hwloc_bitmap_copy(c->cpus, old_cpus);
+        hwloc_bitmap_copy(c->nodes, old_nodes);
+    }
+    hwloc_bitmap_free(old_cpus);
+    hwloc_bitmap_free(old_nodes);
     return ok;
 }
 

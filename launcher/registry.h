@@ -102,8 +102,9 @@ void registry_drop(struct registry *r, const char *name, int fd);
 
 /*
  * Record that claim `i` now covers only `cpus` on `nodes` (a shared service
- * shrunk off an arriving one's CPUs). Written with the next claim, or by
- * registry_close().
+ * shrunk off an arriving one's CPUs): its claim file at once, the table
+ * with the next claim, or by registry_close(). False, with the claim as it
+ * was, when its file cannot be written.
  */
 bool registry_update(struct registry *r, size_t i, hwloc_const_bitmap_t cpus,
                      hwloc_const_bitmap_t nodes, struct err *e);
