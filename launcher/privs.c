@@ -254,10 +254,12 @@ static enum { NOT_DROPPED, BOUND_REDUCED, BOUND_MOOT } dropped;
  * pools yielded to it. The exec then gives the service what the profile
  * keeps and nothing of this: the kernel clears the permitted set before it
  * computes the new one from the file's capabilities and the inheritable,
- * ambient and bounding sets (security/commoncap.c, get_file_caps()). In
- * between, the process is the service's user but not dumpable (its euid
- * changed) and holds capabilities that user lacks, so the user can neither
- * ptrace it nor read its memory.
+ * ambient and bounding sets (security/commoncap.c, get_file_caps()), and
+ * sets the saved uid, which stays tunerun's until then, to the effective
+ * one. In between, the process is the service's user but not dumpable
+ * (its euid changed), holds capabilities that user lacks and keeps another
+ * saved uid: the user can neither ptrace it, read its memory, nor change
+ * its limits (which root's undoing would run under).
  */
 static struct {
     bool saved;      /* privs_drop() began: there is something to come back from */
@@ -685,13 +687,21 @@ static int set_identity(const struct privs *pv, const char *command, bool *chang
     bool keepcaps = prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) == 0;
     if (!keepcaps && pv->keep)
         return fail(err, n, "prctl(PR_SET_KEEPCAPS)");
-    if (ruid != pv->uid || euid != pv->uid || suid != pv->uid) {
+    /*
+     * The saved uid stays tunerun's until the exec sets it to the effective
+     * one: the service's user may prlimit() a process only when all three
+     * of its uids are theirs, and must not set the limits under which root
+     * would undo the launch (privs_regain()).
+     */
+    uid_t saved = euid;
+    if (ruid != pv->uid || euid != pv->uid || suid != saved) {
         if (pv->uid != 0 && (r = keep_off_terminal(pv, err, n)) != 0)
             return r;
-        if (setresuid(pv->uid, pv->uid, pv->uid) < 0)
+        if (setresuid(pv->uid, pv->uid, saved) < 0)
             return fail(err, n, "setresuid %s", pv->user);
         *changed = true;
-        before.reversible = keepcaps || pv->uid == 0;
+        /* a uid 0 among the three keeps the permitted set, KEEP_CAPS or not */
+        before.reversible = keepcaps || pv->uid == 0 || saved == 0;
         /*
          * The session keyring is the caller's (a root login's, its NFS or
          * cifs passwords): a new, empty one of the service's own, as
@@ -706,8 +716,8 @@ static int set_identity(const struct privs *pv, const char *command, bool *chang
         return fail(err, n, "prctl(PR_SET_KEEPCAPS, 0)");
     if (getresuid(&ruid, &euid, &suid) < 0 || getresgid(&rgid, &egid, &sgid) < 0)
         return fail(err, n, "getresuid");
-    if (ruid != pv->uid || euid != pv->uid || suid != pv->uid || rgid != pv->gid ||
-        egid != pv->gid || sgid != pv->gid || !groups_are(pv->groups, pv->ngroups))
+    if (ruid != pv->uid || euid != pv->uid || suid != saved || rgid != pv->gid || egid != pv->gid ||
+        sgid != pv->gid || !groups_are(pv->groups, pv->ngroups))
         return refuse(err, n, "the ids did not change to %s, %s", pv->user, pv->group);
     return 0;
 }
@@ -861,11 +871,19 @@ int privs_regain(char *err, size_t n)
     if (r == 0 && cap_set_proc(caps) < 0)
         r = fail(err, n, "raising the effective set again");
     cap_free(caps);
-    if (r == 0 && setgroups((size_t)before.ngroups, before.groups) < 0)
+    /* only what changed: setgroups() wants CAP_SETGID for the same list too (a non-root run) */
+    uid_t ruid, euid, suid;
+    gid_t rgid, egid, sgid;
+    if (r == 0 && (getresuid(&ruid, &euid, &suid) < 0 || getresgid(&rgid, &egid, &sgid) < 0))
+        r = fail(err, n, "getresuid");
+    if (r == 0 && !groups_are(before.groups, (size_t)before.ngroups) &&
+        setgroups((size_t)before.ngroups, before.groups) < 0)
         r = fail(err, n, "setgroups back");
-    if (r == 0 && setresgid(before.rgid, before.egid, before.sgid) < 0)
+    if (r == 0 && (rgid != before.rgid || egid != before.egid || sgid != before.sgid) &&
+        setresgid(before.rgid, before.egid, before.sgid) < 0)
         r = fail(err, n, "setresgid back to %lu", (unsigned long)before.egid);
-    if (r == 0 && setresuid(before.ruid, before.euid, before.suid) < 0)
+    if (r == 0 && (ruid != before.ruid || euid != before.euid || suid != before.suid) &&
+        setresuid(before.ruid, before.euid, before.suid) < 0)
         r = fail(err, n, "setresuid back to %lu", (unsigned long)before.euid);
     if (r == 0) {
         free(before.groups);

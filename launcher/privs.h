@@ -66,9 +66,10 @@ int privs_check(const struct privs *pv, char *err, size_t n);
  * no_new_privs), CAP_SETUID/CAP_SETGID for the ids, no securebit that
  * forbids the ambient raise, and the command is executable by the new
  * user with the kept capabilities. Then, in this order: bounding set,
- * supplementary groups, gid, uid (keeping the permitted set across it only
- * when capabilities are kept), the permitted, effective and inheritable
- * sets, the ambient set, no_new_privs; then everything is read back.
+ * supplementary groups, gid, uid (the saved uid and the permitted set stay
+ * as they were until the exec, see privs_regain()), the effective and
+ * inheritable sets, the ambient set, no_new_privs; then everything is read
+ * back.
  * Returns 0, or errno with err holding one line naming the step; *changed
  * says whether the ids had already changed (tunerun can then no longer
  * remove its root-owned claim and cgroup), *exec_error, when not 0, that
