@@ -243,39 +243,55 @@ static uint64_t memory_limit(const char *dir, const char *point, bool v2)
 }
 
 /*
- * The CPUs a CPU quota allows this cgroup, rounded up (docker --cpus=1.5
+ * The CPUs one cgroup's CPU quota allows, rounded up (docker --cpus=1.5
  * gives 2), or 0 for none: cgroup2's cpu.max ("150000 100000" or "max
  * 100000"), v1's cpu.cfs_quota_us over cpu.cfs_period_us (-1: none).
- * The JVM reads it too, and sizes its GC threads from it.
+ * False where the file is not there: above the hierarchy's root (v1), or
+ * at it (v2's root has no cpu.max).
  */
-static unsigned cpu_quota(const struct cgroup *cg)
+static bool quota_of(const char *dir, bool v2, unsigned *cpus)
 {
     char buf[64], path[4096];
     unsigned long long quota = 0, period = 0;
-    if (cg->v2) {
-        snprintf(path, sizeof(path), "%s/cpu.max", cg->dir);
-        if (!read_line_file(path, buf, sizeof(buf)) ||
-            sscanf(buf, "%llu %llu", &quota, &period) != 2)
-            return 0; /* "max ...": no quota */
-    } else {
-        char *dir = cgroup_dir_under("/", "cpu", NULL);
-        long long q = -1;
-        if (dir) {
-            snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", dir);
-            if (read_line_file(path, buf, sizeof(buf)))
-                q = strtoll(buf, NULL, 10);
-            snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", dir);
-            if (read_line_file(path, buf, sizeof(buf)))
-                period = strtoull(buf, NULL, 10);
-            free(dir);
-        }
-        if (q <= 0)
-            return 0;
+    *cpus = 0;
+    snprintf(path, sizeof(path), "%s/%s", dir, v2 ? "cpu.max" : "cpu.cfs_quota_us");
+    if (!read_line_file(path, buf, sizeof(buf)))
+        return false;
+    if (v2 && sscanf(buf, "%llu %llu", &quota, &period) != 2)
+        return true; /* "max ...": no quota */
+    if (!v2) {
+        long long q = strtoll(buf, NULL, 10);
+        snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", dir);
+        if (q <= 0 || !read_line_file(path, buf, sizeof(buf)))
+            return true;
         quota = (unsigned long long)q;
+        period = strtoull(buf, NULL, 10);
     }
-    if (period == 0 || quota / period > 1u << 20)
-        return 0;
-    return (unsigned)((quota + period - 1) / period);
+    if (period > 0 && quota / period <= 1u << 20)
+        *cpus = (unsigned)((quota + period - 1) / period);
+    return true;
+}
+
+/*
+ * The CPUs the tightest CPU quota from this process's cgroup up allows, or
+ * 0 for none: the kernel holds a cgroup to every ancestor's quota too (a
+ * slice's CPUQuota=, a pod's limit over its container's). The JVM reads it
+ * too, and sizes its GC threads from it.
+ */
+static unsigned cpu_quota(const struct cgroup *cg)
+{
+    char *d = cg->v2 ? xstrdup(cg->dir) : cgroup_dir_under("/", "cpu", NULL);
+    unsigned lowest = 0, cpus;
+    while (d && quota_of(d, cg->v2, &cpus)) {
+        if (cpus > 0 && (lowest == 0 || cpus < lowest))
+            lowest = cpus;
+        char *slash = strrchr(d, '/');
+        if (slash == NULL || slash == d)
+            break;
+        *slash = '\0';
+    }
+    free(d);
+    return lowest;
 }
 
 static bool ends_with(const char *s, const char *suffix)
