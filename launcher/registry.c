@@ -351,6 +351,25 @@ static int each_line(int fd, size_t max, size_t *torn, size_t *broken,
 /* ---- liveness ------------------------------------------------------------ */
 
 /*
+ * Whether a zombie's process still has threads running: its leader called
+ * pthread_exit() (only a leader lingers as a zombie; other threads go at
+ * once), so /proc/PID/task lists more than it.
+ */
+static bool threads_left(const char *stat_path)
+{
+    char task[64];
+    int len = (int)strlen(stat_path) - (int)strlen("stat");
+    snprintf(task, sizeof(task), "%.*stask", len > 0 ? len : 0, stat_path);
+    DIR *d = opendir(task);
+    size_t n = 0;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL && n < 2;)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n > 1;
+}
+
+/*
  * Field 22 of /proc/PID/stat: the start time in clock ticks after boot;
  * false for a process that has ended (a zombie its parent has yet to
  * reap runs nothing, and holds no CPU).
@@ -361,7 +380,7 @@ static bool start_time(const char *stat_path, unsigned long long *start)
     if (!read_line_file(stat_path, buf, sizeof(buf)))
         return false;
     char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-    if (p == NULL || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+    if (p == NULL || p[1] != ' ' || p[2] == 'X' || (p[2] == 'Z' && !threads_left(stat_path)))
         return false;
     p++;
     for (int field = 2; field < 21; field++) {
