@@ -245,7 +245,9 @@ static char *reader_next(char *buf, int size, void *stream)
     /* inih only reports keys; catch an unknown section at its header, even an empty one. */
     const char *close = *open == '[' ? strchr(open, ']') : NULL;
     /* and what follows a header, which inih drops unread: "[memory] thp = never" */
-    const char *after = close ? close + 1 + strspn(close + 1, " \t\r\n") : NULL;
+    const char *after = close ? close + 1 : NULL;
+    while (after && isspace((unsigned char)*after)) /* inih strips what isspace() says */
+        after++;
     if (after && *after && *after != ';' && *after != '#' && r->odd_line == 0) {
         r->odd_line = r->line;
         r->odd_why = "text after the section header: a key goes on a line of its own";

@@ -210,6 +210,7 @@ static void test_errors_name_file_and_line(void **state)
     m = load_error("\v[memory] thp = never\n");
     assert_non_null(strstr(m, "bad.ini:1: text after the section header"));
     assert_string_equal(load_error("\xef\xbb\xbf[memory]\nthp = never\n"), "");
+    assert_string_equal(load_error("[memory]\f\v\nthp = never\n"), "");
     /* an indented line after a key continues it: an indented [section] would not start one */
     m = load_error("[env]\nFOO = bar\n  [security]\nuser = root\n");
     assert_non_null(strstr(m, "bad.ini:3: an indented line after a key continues that key, and "
