@@ -57,7 +57,7 @@ static int shrink_process(long pid, size_t shrink, hwloc_const_bitmap_t taken,
         if (!seen) {
             y->threads = xrealloc(y->threads, (y->nthreads + 1) * sizeof(*y->threads));
             y->threads[y->nthreads++] = (struct moved_thread){
-                tids.v[i], shrink, hwloc_bitmap_dup(cur), hwloc_bitmap_dup(want)};
+                tids.v[i], pid, shrink, hwloc_bitmap_dup(cur), hwloc_bitmap_dup(want)};
             (*moved)++;
         }
     }
@@ -122,10 +122,55 @@ int yield_take(struct yield *y, const struct plan *pl, struct registry *reg)
     return failed;
 }
 
+/*
+ * Threads the yield's processes started since it moved their threads: a
+ * thread is born with its creator's CPUs, so one on the very set a moved
+ * thread of its process was moved to is taken for moved too, from what
+ * that one had. (A pool that starts threads per request, or a JVM.)
+ */
+static void adopt_newborn(struct yield *y)
+{
+    size_t moved = y->nthreads;
+    hwloc_bitmap_t cur = hwloc_bitmap_alloc();
+    for (size_t i = 0; i < moved; i++) {
+        long pid = y->threads[i].pid;
+        bool seen = false; /* each process once */
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = y->threads[k].pid == pid;
+        struct pid_list tids;
+        if (seen || !procs_threads(pid, &tids))
+            continue;
+        for (size_t t = 0; t < tids.n; t++) {
+            bool known = false;
+            for (size_t k = 0; k < y->nthreads && !known; k++)
+                known = y->threads[k].tid == tids.v[t];
+            if (known || thread_cpus(tids.v[t], cur) < 0)
+                continue;
+            for (size_t k = 0; k < moved; k++) {
+                const struct moved_thread *m = &y->threads[k];
+                if (m->pid != pid || !hwloc_bitmap_isequal(cur, m->to))
+                    continue;
+                struct moved_thread born = {tids.v[t], pid, m->shrink, hwloc_bitmap_dup(m->was),
+                                            hwloc_bitmap_dup(m->to)};
+                y->threads = xrealloc(y->threads, (y->nthreads + 1) * sizeof(*y->threads));
+                y->threads[y->nthreads++] = born;
+                break;
+            }
+        }
+        pid_list_free(&tids);
+    }
+    hwloc_bitmap_free(cur);
+}
+
 void yield_undo(struct yield *y)
 {
-    for (size_t i = 0; i < y->nthreads; i++)
-        thread_set_cpus(y->threads[i].tid, y->threads[i].was);
+    for (size_t pass = 0, from = 0; pass < SHRINK_PASSES; pass++, from = y->nthreads) {
+        adopt_newborn(y);
+        if (pass > 0 && from == y->nthreads)
+            break; /* none born since */
+        for (size_t i = from; i < y->nthreads; i++)
+            thread_set_cpus(y->threads[i].tid, y->threads[i].was);
+    }
 }
 
 /* Whether the yield moved any thread of shrink i. */
@@ -236,28 +281,34 @@ void yield_give_back(struct yield *y, struct registry *reg, const struct topo *t
     size_t failed = 0;
     int error = 0;
     hwloc_bitmap_t cur = hwloc_bitmap_alloc();
-    for (size_t k = 0; k < y->nthreads; k++) {
-        const struct moved_thread *m = &y->threads[k];
-        size_t c = claim_of(y, m->shrink);
-        if (c == y->nclaims || given[c] == NULL || thread_cpus(m->tid, cur) < 0)
-            continue; /* not given back, or the thread ended */
-        /*
-         * Where the move left it: what it had, within what its claim holds now (a
-         * thread pinned to a CPU it gave up is pinned there again). Moved since by
-         * someone else: only what came back is added to that.
-         */
-        if (hwloc_bitmap_isequal(cur, m->to)) {
-            hwloc_bitmap_and(cpus, m->was, holds[c]);
-            if (hwloc_bitmap_iszero(cpus))
-                continue;
-        } else {
-            hwloc_bitmap_and(cpus, m->was, given[c]);
-            hwloc_bitmap_or(cpus, cpus, cur);
-        }
-        if (!hwloc_bitmap_isequal(cpus, cur) && thread_set_cpus(m->tid, cpus) < 0 &&
-            errno != ESRCH) {
-            error = errno;
-            failed++;
+    /* in passes, as the yield took them: a moved thread may start others until it is back */
+    for (size_t pass = 0, from = 0; pass < SHRINK_PASSES; pass++, from = y->nthreads) {
+        adopt_newborn(y);
+        if (pass > 0 && from == y->nthreads)
+            break; /* none born since */
+        for (size_t k = from; k < y->nthreads; k++) {
+            const struct moved_thread *m = &y->threads[k];
+            size_t c = claim_of(y, m->shrink);
+            if (c == y->nclaims || given[c] == NULL || thread_cpus(m->tid, cur) < 0)
+                continue; /* not given back, or the thread ended */
+            /*
+             * Where the move left it: what it had, within what its claim holds now (a
+             * thread pinned to a CPU it gave up is pinned there again). Moved since by
+             * someone else: only what came back is added to that.
+             */
+            if (hwloc_bitmap_isequal(cur, m->to)) {
+                hwloc_bitmap_and(cpus, m->was, holds[c]);
+                if (hwloc_bitmap_iszero(cpus))
+                    continue;
+            } else {
+                hwloc_bitmap_and(cpus, m->was, given[c]);
+                hwloc_bitmap_or(cpus, cpus, cur);
+            }
+            if (!hwloc_bitmap_isequal(cpus, cur) && thread_set_cpus(m->tid, cpus) < 0 &&
+                errno != ESRCH) {
+                error = errno;
+                failed++;
+            }
         }
     }
     if (failed > 0)

@@ -13,6 +13,7 @@
 /* A thread whose affinity the yield changed, and what it was. */
 struct moved_thread {
     long tid;
+    long pid;           /* its process */
     size_t shrink;      /* which of the plan's shrinks moved it */
     hwloc_bitmap_t was; /* its CPUs before */
     hwloc_bitmap_t to;  /* the CPUs it was moved to */
@@ -47,7 +48,11 @@ struct yield {
  */
 int yield_take(struct yield *y, const struct plan *pl, struct registry *reg);
 
-/* Under --strict: every thread moved goes back where it was. */
+/*
+ * Under --strict: every thread moved goes back where it was, and so does
+ * one its process started since from a moved thread (it was born with the
+ * smaller set).
+ */
 void yield_undo(struct yield *y);
 
 /*
@@ -65,8 +70,8 @@ void yield_record(struct yield *y, const struct plan *pl, struct registry *reg, 
  * still does), and its threads get back only those, so that threads and
  * registry never disagree. A claim's nodes are those of its CPUs then (t).
  * The threads of a pool whose claim never shrank (one of them could not
- * move) go back as they were, within what that claim holds now. Threads a
- * pool started meanwhile keep the smaller set.
+ * move) go back as they were, within what that claim holds now. A thread
+ * a pool started meanwhile from a moved one counts as moved with it.
  */
 void yield_give_back(struct yield *y, struct registry *reg, const struct topo *t);
 
