@@ -184,10 +184,14 @@ static bool moved_any(const struct yield *y, size_t shrink)
 
 void yield_record(struct yield *y, const struct plan *pl, struct registry *reg, const char *own)
 {
-    y->placed = hwloc_bitmap_alloc();
-    for (size_t i = 0; i < reg->nclaims; i++)
-        if (!reg->claims[i].pool && (own == NULL || strcmp(reg->claims[i].file, own) != 0))
-            hwloc_bitmap_or(y->placed, y->placed, reg->claims[i].cpus);
+    y->placed = xcalloc(reg->nclaims ? reg->nclaims : 1, sizeof(*y->placed));
+    y->placed_cpus = xcalloc(reg->nclaims ? reg->nclaims : 1, sizeof(*y->placed_cpus));
+    for (size_t i = 0; i < reg->nclaims; i++) {
+        if (reg->claims[i].pool || (own && strcmp(reg->claims[i].file, own) == 0))
+            continue;
+        y->placed[y->nplaced] = xstrdup(reg->claims[i].file);
+        y->placed_cpus[y->nplaced++] = hwloc_bitmap_dup(reg->claims[i].cpus);
+    }
     y->claims = xcalloc(pl->nshrinks ? pl->nshrinks : 1, sizeof(*y->claims));
     for (size_t i = 0; i < pl->nshrinks; i++) {
         const struct plan_shrink *s = &pl->shrinks[i];
@@ -222,12 +226,16 @@ void yield_give_back(struct yield *y, struct registry *reg, const struct topo *t
      * on them. What placed services hold now is never given back.
      */
     hwloc_bitmap_t held = hwloc_bitmap_alloc(), cpus = hwloc_bitmap_alloc();
-    for (size_t i = 0; i < reg->nclaims; i++)
-        if (!reg->claims[i].pool)
-            hwloc_bitmap_or(held, held, reg->claims[i].cpus);
-    /* held since: a placed service that shared CPUs with a pool before still shares them */
-    if (y->placed)
-        hwloc_bitmap_andnot(held, held, y->placed);
+    for (size_t i = 0; i < reg->nclaims; i++) {
+        if (reg->claims[i].pool)
+            continue;
+        /* held since: a placed service that shared CPUs with a pool before still shares them */
+        hwloc_bitmap_copy(cpus, reg->claims[i].cpus);
+        for (size_t k = 0; k < y->nplaced; k++)
+            if (strcmp(y->placed[k], reg->claims[i].file) == 0)
+                hwloc_bitmap_andnot(cpus, cpus, y->placed_cpus[k]);
+        hwloc_bitmap_or(held, held, cpus);
+    }
     /* per claim: what it got back, and all it holds then (NULL: not restored) */
     hwloc_bitmap_t *given = xcalloc(y->nclaims ? y->nclaims : 1, sizeof(*given));
     hwloc_bitmap_t *holds = xcalloc(y->nclaims ? y->nclaims : 1, sizeof(*holds));
@@ -337,7 +345,12 @@ void yield_free(struct yield *y)
         hwloc_bitmap_free(y->claims[i].cpus);
         hwloc_bitmap_free(y->claims[i].nodes);
     }
-    hwloc_bitmap_free(y->placed);
+    for (size_t i = 0; i < y->nplaced; i++) {
+        free(y->placed[i]);
+        hwloc_bitmap_free(y->placed_cpus[i]);
+    }
+    free(y->placed);
+    free(y->placed_cpus);
     free(y->threads);
     free(y->done);
     free(y->claims);

@@ -37,7 +37,10 @@ struct yield {
     bool *done; /* per plan shrink: every thread it found moved */
     struct shrunk_claim *claims;
     size_t nclaims;
-    hwloc_bitmap_t placed; /* the CPUs other placed services held when the pools shrank */
+    /* the placed services other than this launch's when the pools shrank, and their CPUs */
+    char **placed;
+    hwloc_bitmap_t *placed_cpus;
+    size_t nplaced;
 };
 
 /*
