@@ -714,6 +714,7 @@ static bool child_name(char *child, size_t n, const char *dir, const char *name,
 }
 
 static bool created;  /* this launch made `entered` (cgroup_leave removes only that) */
+static bool enabled;  /* this launch enabled the memory controller for the parent's children */
 static uid_t made_by; /* who made the child, when that is why it was not entered */
 
 /* The step enter_once() names when the child is someone else's. */
@@ -779,6 +780,7 @@ static int enter_once(const char *dir, const char *child, bool v2, int swappines
         *in = dir;
         if ((error = write_file(dir, *step, "+memory")) != 0)
             goto out;
+        enabled = true;
     }
     *in = child;
     if (swap_max == UINT64_MAX)
@@ -790,6 +792,20 @@ static int enter_once(const char *dir, const char *child, bool v2, int swappines
 out:
     close(cfd);
     return error;
+}
+
+/*
+ * Undo what enter_once() enabled in dir's cgroup.subtree_control: a cgroup
+ * v2 parent with a controller enabled for its children takes no process
+ * back (no internal processes), and is no longer the parent it was. Only
+ * this launch's +memory, made under the registry's lock, when no tunerun
+ * child of it had the controller before; one that another process's
+ * cgroup uses since stays (EBUSY).
+ */
+static void disable_memory(const char *dir)
+{
+    if (enabled && write_file(dir, "cgroup.subtree_control", "-memory") == 0)
+        enabled = false;
 }
 
 bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bool set_swap_max,
@@ -826,8 +842,8 @@ bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bo
                      in, (unsigned)made_by, (unsigned)geteuid(), in);
             return false;
         }
-        /* back to where it was; on v2 a parent that now has +memory takes no process back */
-        bool back = !lists_self(child) || move_self(dir, v2) == 0;
+        /* back to where it was: on v2 only once the parent's +memory, if ours, is gone again */
+        bool back = !lists_self(child) || (disable_memory(dir), move_self(dir, v2) == 0);
         snprintf(err, err_n, "%s/%s: %s%s%s", in, step, strerror(*error),
                  *error == EBUSY ? " (other processes share this cgroup: cgroup v2 lets a cgroup "
                                    "with processes enable no controller for its children)"
@@ -849,6 +865,7 @@ void cgroup_leave(void)
 {
     if (entered[0] == '\0')
         return;
+    disable_memory(left_from);
     move_self(left_from, left_v2);
     if (created)
         rmdir(entered); /* fails, as it should, while another launch's service is in it */
