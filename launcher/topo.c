@@ -1203,20 +1203,23 @@ static void load_nodes(const struct machine *m, struct topo *t)
             at[j] = at[j - 1];
             at[j - 1] = ta;
         }
-    /* Give each PU one home node. */
+    /*
+     * Give each PU one home node: the best of all the machine's nodes, so
+     * that it is the same whoever launches. Where that node is not allowed
+     * here, the PU has no home, rather than one of the other nodes that
+     * list it (KNL's MCDRAM, HBM, a CXL node with its package's cpuset).
+     */
     int pu;
     hwloc_bitmap_foreach_begin(pu, t->cpus)
     {
-        const struct mnode *best = NULL;
-        size_t best_i = 0;
-        for (size_t i = 0; i < t->nnodes; i++)
-            if (hwloc_bitmap_isset(from[i]->cpus, (unsigned)pu) &&
-                (best == NULL || better_home(from[i], best))) {
-                best = from[i];
-                best_i = i;
-            }
-        if (best)
-            hwloc_bitmap_set(t->nodes[best_i].cpus, (unsigned)pu);
+        size_t best = n;
+        for (size_t j = 0; j < n; j++)
+            if (hwloc_bitmap_isset(m->nodes[j].cpus, (unsigned)pu) &&
+                (best == n || better_home(&m->nodes[j], &m->nodes[best])))
+                best = j;
+        for (size_t i = 0; best < n && i < t->nnodes; i++)
+            if (at[i] == best)
+                hwloc_bitmap_set(t->nodes[i].cpus, (unsigned)pu);
     }
     hwloc_bitmap_foreach_end();
 

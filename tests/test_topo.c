@@ -18,7 +18,7 @@ static struct topo load(const char *name)
     struct topo t;
     struct err e;
     char path[512];
-    if (strncmp(name, "synthetic:", 10) == 0 || strncmp(name, "tests/", 6) == 0)
+    if (strncmp(name, "synthetic:", 10) == 0 || strncmp(name, "tests/", 6) == 0 || *name == '/')
         snprintf(path, sizeof(path), "%s", name); /* or one of ours */
     else
         snprintf(path, sizeof(path), "%s/%s", topologies_dir(), name);
@@ -120,6 +120,34 @@ static void test_knl_mcdram_is_never_a_cpu_home(void **state)
         assert_string_equal(node(&t, os)->subtype, "MCDRAM");
         assert_true(hwloc_bitmap_iszero(node(&t, os)->cpus));
     }
+    topo_free(&t);
+
+    /* nor when the DRAM node of its CPUs is not allowed (cpuset.mems): they have no home */
+    char path[512], *xml;
+    size_t len;
+    snprintf(path, sizeof(path), "%s/64intel64-fakeKNL-SNC4-hybrid.xml", topologies_dir());
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_int_equal(read_fd_text(fileno(f), 16 << 20, &xml, &len), 0);
+    fclose(f);
+    char *at = strstr(xml, "allowed_nodeset=\"0x000000ff\"");
+    assert_non_null(at);
+    memcpy(at + strlen("allowed_nodeset=\"0x000000"), "fe", 2);
+    char tmp[] = "/tmp/tunerun-knl-XXXXXX.xml";
+    int fd = mkstemps(tmp, 4);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, xml, len), (ssize_t)len);
+    close(fd);
+    free(xml);
+    t = load(tmp);
+    unlink(tmp);
+    assert_int_equal(topo_node_index(&t, 0), -1);
+    for (unsigned os = 4; os < 8; os++)
+        assert_true(hwloc_bitmap_iszero(node(&t, os)->cpus));
+    hwloc_bitmap_t homeless = hwloc_bitmap_alloc();
+    topo_nodeless(&t, t.cpus, homeless);
+    assert_int_equal(hwloc_bitmap_weight(homeless), 16);
+    hwloc_bitmap_free(homeless);
     topo_free(&t);
 }
 
