@@ -127,6 +127,8 @@ struct mkind {
     char label[32];
 };
 
+#define MAX_NODES 1024 /* Linux's MAX_NUMNODES (NODES_SHIFT 10) */
+
 struct machine {
     hwloc_bitmap_t online;   /* PUs that are online */
     hwloc_bitmap_t complete; /* every PU that exists */
@@ -388,23 +390,51 @@ static const char *past_attrs(const char *s)
  * only after it has built them. Saturates at SIZE_MAX; 0 for what it
  * cannot count, which the caller refuses rather than let hwloc build.
  */
-static size_t synthetic_pus(const char *desc)
+/*
+ * Whether attributes (from '(' to past_attrs()) give an index above what
+ * Linux numbers ("indexes=0,9000" or an interleave "indexes=2*4:..."): hwloc
+ * sizes its sets by the highest, and one of two thousand million takes
+ * gigabytes before it fails.
+ */
+static bool index_beyond(const char *attrs, const char *end)
+{
+    const char *at = attrs;
+    while ((at = strstr(at, "indexes=")) != NULL && at < end) {
+        for (const char *p = at + 8; p < end && *p != ' ' && *p != ')'; p++) {
+            if (*p < '0' || *p > '9' || (p > at + 8 && p[-1] >= '0' && p[-1] <= '9'))
+                continue;
+            char *num_end;
+            errno = 0;
+            unsigned long long v = strtoull(p, &num_end, 10);
+            if (errno == ERANGE || v > BITMAP_MAX_INDEX)
+                return true;
+        }
+        at += 8;
+    }
+    return false;
+}
+
+static size_t synthetic_pus(const char *desc, bool *beyond)
 {
     size_t pus = 1;
-    const char *s = desc;
+    const char *s = desc, *open = desc;
+    *beyond = false;
     if (*s == '(' && (s = past_attrs(s)) == NULL)
         return 0;
+    *beyond = *open == '(' && index_beyond(open, s);
     while (*s) {
         s += strspn(s, " \t\n");
         if (*s == '\0')
             break;
         if (*s == '[') { /* "[numa(memory=...)]": its attributes, then the ']' */
-            const char *open = strpbrk(s, "(]");
-            if (open && *open == '(' && (open = past_attrs(open)) != NULL)
-                open = strchr(open, ']');
-            if (open == NULL || *open != ']')
+            const char *attrs = strpbrk(s, "(]"), *close = attrs;
+            if (close && *close == '(' && (close = past_attrs(close)) != NULL) {
+                *beyond |= index_beyond(attrs, close);
+                close = strchr(close, ']');
+            }
+            if (close == NULL || *close != ']')
                 return 0;
-            s = open + 1;
+            s = close + 1;
             continue;
         }
         if (*s < '0' || *s > '9') {
@@ -421,11 +451,41 @@ static size_t synthetic_pus(const char *desc)
         if (errno == ERANGE || n > SIZE_MAX)
             n = SIZE_MAX;
         pus = n != 0 && pus > SIZE_MAX / n ? SIZE_MAX : pus * (size_t)n;
-        s = end;
+        s = open = end;
         if (*s == '(' && (s = past_attrs(s)) == NULL)
             return 0;
+        *beyond |= *open == '(' && index_beyond(open, s);
     }
     return pus;
+}
+
+/*
+ * What no machine Linux runs has, which hwloc imports from an XML as
+ * written: the planner and the cache take a node's number for its
+ * identity, and no CPU beyond what a launch reads from a file.
+ */
+static const char *machine_inconsistent(const struct machine *m)
+{
+    static char why[96];
+    if (hwloc_bitmap_last(m->complete) > (int)BITMAP_MAX_INDEX) {
+        snprintf(why, sizeof(why), "a CPU numbered above %lu; Linux numbers them below it",
+                 BITMAP_MAX_INDEX);
+        return why;
+    }
+    for (size_t a = 0; a < m->nnodes; a++) {
+        if (m->nodes[a].os_index >= MAX_NODES) {
+            snprintf(why, sizeof(why), "a NUMA node numbered above %d; Linux numbers them below it",
+                     MAX_NODES - 1);
+            return why;
+        }
+        for (size_t b = a + 1; b < m->nnodes; b++)
+            if (m->nodes[a].os_index == m->nodes[b].os_index) {
+                snprintf(why, sizeof(why), "two NUMA nodes numbered %u; not a consistent export",
+                         m->nodes[a].os_index);
+                return why;
+            }
+    }
+    return NULL;
 }
 
 /* An XML file or a synthetic description: for plan, topo and tests. */
@@ -438,7 +498,13 @@ static bool load_spec(const char *spec, struct topo *t, struct machine *m, struc
     char *xml = NULL;
     size_t len = 0;
     if (synthetic) {
-        size_t pus = synthetic_pus(spec + 10);
+        bool beyond;
+        size_t pus = synthetic_pus(spec + 10, &beyond);
+        if (pus != 0 && beyond) {
+            err_set(e, "--topology %s: an index above %lu; Linux numbers CPUs and nodes below it",
+                    spec, BITMAP_MAX_INDEX);
+            return false;
+        }
         if (pus == 0) {
             err_set(e, "--topology %s: not a valid hwloc synthetic description", spec);
             return false;
@@ -478,6 +544,12 @@ static bool load_spec(const char *spec, struct topo *t, struct machine *m, struc
     if (ok)
         machine_from_hwloc(topo, m, true); /* an XML may say what was allowed */
     hwloc_topology_destroy(topo);
+    const char *bad = ok ? machine_inconsistent(m) : NULL;
+    if (bad) {
+        err_set(e, "--topology %s: %s", spec, bad);
+        machine_free(m);
+        ok = false;
+    }
     return ok;
 }
 
@@ -670,8 +742,6 @@ static bool parse_u64(const char *s, uint64_t *v)
     *v = strtoull(s, &end, 10);
     return errno == 0 && *end == '\0';
 }
-
-#define MAX_NODES 1024 /* Linux's MAX_NUMNODES (NODES_SHIFT 10) */
 
 /*
  * A list of the cache's that lies within `within` (NULL: at most `max`,

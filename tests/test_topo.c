@@ -27,6 +27,62 @@ static struct topo load(const char *name)
     return t;
 }
 
+/* A copy of a shared XML in `tmp` (64 bytes) with its first `from` made `to` (as long). */
+static void edited_xml(char *tmp, const char *name, const char *from, const char *to)
+{
+    char path[512], *xml;
+    size_t len;
+    snprintf(path, sizeof(path), "%s/%s", topologies_dir(), name);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_int_equal(read_fd_text(fileno(f), 16 << 20, &xml, &len), 0);
+    fclose(f);
+    char *at = strstr(xml, from);
+    assert_non_null(at);
+    assert_int_equal(strlen(from), strlen(to));
+    memcpy(at, to, strlen(to));
+    snprintf(tmp, 64, "/tmp/tunerun-xml-XXXXXX.xml");
+    int fd = mkstemps(tmp, 4);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, xml, len), (ssize_t)len);
+    close(fd);
+    free(xml);
+}
+
+/* Why topo_load() refuses spec. */
+static const char *refused(const char *spec)
+{
+    static struct err e;
+    struct topo t;
+    if (topo_load(&t, spec, NULL, &e)) {
+        topo_free(&t);
+        fail_msg("%s: loaded", spec);
+    }
+    return e.msg;
+}
+
+/*
+ * What no machine Linux runs has, hwloc builds from a description or
+ * imports as written: refused before it costs gigabytes, or plans a node
+ * that is two.
+ */
+static void test_impossible_numbers(void **state)
+{
+    (void)state;
+    assert_non_null(strstr(refused("synthetic:pu:2(indexes=9000,9001)"),
+                           ": an index above 8191; Linux numbers CPUs and nodes below it"));
+    assert_non_null(strstr(refused("synthetic:pu:1(indexes=2000000000)"), "an index above 8191"));
+    assert_non_null(strstr(refused("synthetic:[numa(memory=1GB indexes=5000)] pu:2"),
+                           ": a NUMA node numbered above 1023"));
+    struct topo t = load("synthetic:pack:2 core:2(indexes=8191,8190) pu:1");
+    topo_free(&t);
+    char tmp[64];
+    edited_xml(tmp, "16amd64-4distances.xml", "NUMANode\" os_index=\"1\"",
+               "NUMANode\" os_index=\"0\"");
+    assert_non_null(strstr(refused(tmp), ": two NUMA nodes numbered 0; not a consistent export"));
+    unlink(tmp);
+}
+
 static const struct topo_node *node(const struct topo *t, unsigned os)
 {
     int i = topo_node_index(t, os);
@@ -123,22 +179,9 @@ static void test_knl_mcdram_is_never_a_cpu_home(void **state)
     topo_free(&t);
 
     /* nor when the DRAM node of its CPUs is not allowed (cpuset.mems): they have no home */
-    char path[512], *xml;
-    size_t len;
-    snprintf(path, sizeof(path), "%s/64intel64-fakeKNL-SNC4-hybrid.xml", topologies_dir());
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    assert_int_equal(read_fd_text(fileno(f), 16 << 20, &xml, &len), 0);
-    fclose(f);
-    char *at = strstr(xml, "allowed_nodeset=\"0x000000ff\"");
-    assert_non_null(at);
-    memcpy(at + strlen("allowed_nodeset=\"0x000000"), "fe", 2);
-    char tmp[] = "/tmp/tunerun-knl-XXXXXX.xml";
-    int fd = mkstemps(tmp, 4);
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, xml, len), (ssize_t)len);
-    close(fd);
-    free(xml);
+    char tmp[64];
+    edited_xml(tmp, "64intel64-fakeKNL-SNC4-hybrid.xml", "allowed_nodeset=\"0x000000ff\"",
+               "allowed_nodeset=\"0x000000fe\"");
     t = load(tmp);
     unlink(tmp);
     assert_int_equal(topo_node_index(&t, 0), -1);
@@ -589,6 +632,7 @@ int main(void)
         cmocka_unit_test(test_cpuless_node),
         cmocka_unit_test(test_second_distance_matrix),
         cmocka_unit_test(test_knl_mcdram_is_never_a_cpu_home),
+        cmocka_unit_test(test_impossible_numbers),
         cmocka_unit_test(test_offline_and_disallowed),
         cmocka_unit_test(test_synthetic),
         cmocka_unit_test(test_host_is_this_system),
