@@ -2087,6 +2087,10 @@ static void add_java_step(struct ctx *c, const char *base)
             note(pl, NOTE_INFO, "java: JAVA_TOOL_OPTIONS already sets MaxRAM; kept");
         } else if (ram == 0) {
             note(pl, NOTE_INFO, "java: node memory unknown, no MaxRAM");
+        } else if (ram < MIB) {
+            /* -XX:MaxRAM=0m: the JVM would take its default, the opposite of a cap */
+            note(pl, NOTE_INFO, "java: less than 1 MiB of memory to give (%llu bytes), no MaxRAM",
+                 (unsigned long long)ram);
         } else {
             /* a size of the profile's own beyond what a strict bind holds: the heap outgrows it */
             uint64_t bound = pl->mpol == PLAN_MPOL_BIND && c->t->memory_known

@@ -920,6 +920,16 @@ static void test_derived_environment(void **state)
     plan_free(&pl);
     profile_free(&p);
     topo_free(&t);
+
+    /* under 1 MiB to give: -XX:MaxRAM=0m would be the JVM's default, no cap; none */
+    t = load_topo("synthetic:numa:2(memory=524288) pu:2");
+    p = load_profile("java", NULL);
+    pl = make_plan(&p, &t, NULL);
+    assert_null(strstr(find_env(&pl, "JAVA_TOOL_OPTIONS")->u.env.value, "MaxRAM"));
+    assert_true(has_note(&pl, "java: less than 1 MiB of memory to give (524288 bytes), no MaxRAM"));
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&t);
 }
 
 static void test_env_substitution(void **state)
