@@ -59,16 +59,30 @@ int systemd_version(void)
     return v;
 }
 
+/* How many bytes at c go out as they are: a UTF-8 character's; 0 for a byte escaped. */
+static size_t plain_len(const char *c)
+{
+    unsigned char b = (unsigned char)*c;
+    if (b < 0x20 || b == 0x7f)
+        return 0;
+    return b < 0x80 ? 1 : utf8_valid((const unsigned char *)c);
+}
+
 /*
  * One word of a unit setting: quoted when it must be, with C escapes
  * inside the quotes, % doubled, and $ too where the setting expands it
- * (systemd.service(5)).
+ * (systemd.service(5)). A byte of no UTF-8 character (a Latin-1 file
+ * name) is escaped too: systemd drops a setting that is not UTF-8 clean,
+ * and a drop-in's ExecStart= has already reset the command.
  */
 static void put_quoted(FILE *f, const char *w, bool dollars)
 {
     bool quote = *w == '\0' || strpbrk(w, " \"'\\;") != NULL;
-    for (const char *c = w; *c; c++)
-        quote |= (unsigned char)*c < 0x20 || *c == 0x7f;
+    for (const char *c = w; *c;) {
+        size_t n = plain_len(c);
+        quote |= n == 0;
+        c += n ? n : 1;
+    }
     if (quote)
         fputc('"', f);
     for (; *w; w++) {
@@ -78,8 +92,14 @@ static void put_quoted(FILE *f, const char *w, bool dollars)
             fprintf(f, "\\%c", *w == '\n' ? 'n' : *w == '\r' ? 'r' : 't');
             continue;
         }
-        if ((unsigned char)*w < 0x20 || *w == 0x7f) { /* systemd reads C escapes */
+        size_t n = plain_len(w);
+        if (n == 0) { /* systemd reads C escapes */
             fprintf(f, "\\x%02x", (unsigned char)*w);
+            continue;
+        }
+        if (n > 1) { /* a character of more bytes, whole */
+            fwrite(w, 1, n, f);
+            w += n - 1;
             continue;
         }
         if (quote && (*w == '"' || *w == '\\'))
