@@ -50,13 +50,15 @@ struct ps_claim {
 /* Pages of a process on nodes outside `nodes`: the N<node>=<pages> fields of numa_maps. */
 static long long pages_outside(long pid, hwloc_const_bitmap_t nodes)
 {
-    char path[64], line[4096];
+    char path[64], *line = NULL;
+    size_t cap = 0;
     snprintf(path, sizeof(path), "/proc/%ld/numa_maps", pid);
     FILE *f = fopen(path, "re");
     if (f == NULL)
         return -1;
     long long n = 0;
-    while (fgets(line, sizeof(line), f)) {
+    /* whole lines: a file's path may be 4 KiB, and the end of its line no file's */
+    while (getline(&line, &cap, f) > 0) {
         /* anonymous memory only: a shared library's page cache may sit on any node */
         if (strstr(line, " file=") || !strstr(line, " anon="))
             continue;
@@ -67,6 +69,7 @@ static long long pages_outside(long pid, hwloc_const_bitmap_t nodes)
                 n += pages;
         }
     }
+    free(line);
     fclose(f);
     return n;
 }
@@ -161,10 +164,13 @@ static void print_text(FILE *f, const struct state_dir *sd, const struct ps_clai
         const struct claim *c = pc->c;
         char *cpus = bitmap_list(c->cpus), *nodes = bitmap_list(c->nodes),
              *mem = bitmap_list(c->mem_nodes), since[32];
+        char name[ESCAPED_SIZE(64)], mpol[ESCAPED_SIZE(32)];
         ago(since, sizeof(since), c->time);
-        fprintf(f, "%s: cpus %s, nodes %s, memory %s %s%s%s, up %s, %s\n", c->profile, cpus, nodes,
-                c->mpol && *c->mpol ? c->mpol : "?", mem, c->exclusive ? ", exclusive" : "",
-                c->pool ? ", shared pool" : "", since,
+        /* the table's words, as the messages show names: one line whatever they hold */
+        fprintf(f, "%s: cpus %s, nodes %s, memory %s %s%s%s, up %s, %s\n",
+                str_escaped(name, sizeof(name), c->profile, 64), cpus, nodes,
+                str_escaped(mpol, sizeof(mpol), c->mpol && *c->mpol ? c->mpol : "?", 32), mem,
+                c->exclusive ? ", exclusive" : "", c->pool ? ", shared pool" : "", since,
                 pc->nprocs == 0 ? "processes not visible here"
                 : pc->inside    ? "inside"
                                 : "ESCAPED");
@@ -172,7 +178,8 @@ static void print_text(FILE *f, const struct state_dir *sd, const struct ps_clai
         free(nodes);
         free(mem);
         if (pc->nprocs == 0)
-            fprintf(f, "  held by processes in another pid namespace (claim %s)\n", c->file);
+            fprintf(f, "  held by processes in another pid namespace (claim %s)\n",
+                    str_escaped(name, sizeof(name), c->file, 64));
         for (size_t k = 0; k < pc->nprocs; k++) {
             const struct ps_proc *pr = &pc->procs[k];
             /* a process names itself: escaped, so that it sends the terminal nothing */
