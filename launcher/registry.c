@@ -807,6 +807,11 @@ static void woken(int sig)
  * time. A wait of LOCK_PATIENCE seconds says so (a launch that hangs
  * otherwise tells an operator nothing), from a SIGALRM of a timer of its
  * own that no exec inherits; the caller's SIGALRM handling comes back.
+ * SIGALRM is unblocked for the wait: blocked, as a caller may leave it,
+ * the timer's signal would stay pending, say nothing, and (before Linux
+ * 6.13 removed a deleted timer's queued signal) reach the service, whose
+ * default action for it is to end. One the caller has pending already
+ * stays its own: then there is no timer.
  */
 #define LOCK_PATIENCE 5
 static int lock_patiently(const struct registry *r, struct flock *fl)
@@ -820,8 +825,13 @@ static int lock_patiently(const struct registry *r, struct flock *fl)
     struct sigevent ev = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGALRM};
     struct itimerspec when = {.it_value = {LOCK_PATIENCE, 0}};
     timer_t timer;
-    bool handled = sigaction(SIGALRM, &wake, &old) == 0;
-    bool armed = handled && timer_create(CLOCK_MONOTONIC, &ev, &timer) == 0;
+    sigset_t alarm, mask, pending;
+    sigemptyset(&alarm);
+    sigaddset(&alarm, SIGALRM);
+    bool theirs = sigpending(&pending) == 0 && sigismember(&pending, SIGALRM) == 1;
+    bool handled = !theirs && sigaction(SIGALRM, &wake, &old) == 0;
+    bool unblocked = handled && sigprocmask(SIG_UNBLOCK, &alarm, &mask) == 0;
+    bool armed = unblocked && timer_create(CLOCK_MONOTONIC, &ev, &timer) == 0;
     if (armed && timer_settime(timer, 0, &when, NULL) < 0) {
         timer_delete(timer);
         armed = false;
@@ -838,6 +848,8 @@ static int lock_patiently(const struct registry *r, struct flock *fl)
     int error = errno;
     if (armed)
         timer_delete(timer);
+    if (unblocked)
+        sigprocmask(SIG_SETMASK, &mask, NULL);
     if (handled)
         sigaction(SIGALRM, &old, NULL);
     errno = error;
