@@ -844,7 +844,10 @@ static bool cache_parse(char *text, int max, struct machine *m, char *why, size_
             }
         } else if (ok && strcmp(word, "kind") == 0) {
             const char *list = strtok_r(NULL, " ", &w), *label = strtok_r(NULL, " ", &w);
-            hwloc_bitmap_t cpus = label && strlen(label) < sizeof(m->kinds->label)
+            bool fresh = label != NULL; /* kinds_from_hwloc() makes every label unique */
+            for (size_t k = 0; fresh && k < m->nkinds; k++)
+                fresh = strcmp(m->kinds[k].label, label) != 0;
+            hwloc_bitmap_t cpus = fresh && strlen(label) < sizeof(m->kinds->label)
                                       ? apart_set(list, m->complete, in_kinds)
                                       : NULL;
             ok = cpus != NULL;
@@ -879,6 +882,10 @@ static bool cache_parse(char *text, int max, struct machine *m, char *why, size_
         snprintf(why, why_n, "line %u after the key is not tunerun's", bad);
     else if (m->complete == NULL || m->online == NULL || m->nnodes == 0)
         snprintf(why, why_n, "it ends before its complete, online and node lines");
+    else if (hwloc_bitmap_iszero(m->online))
+        snprintf(why, why_n, "it has no CPU online; a machine that runs this has one");
+    else if (m->ncores == 0)
+        snprintf(why, why_n, "it has no core line; a machine without cores is never cached");
     else if (m->nkinds == 1)
         snprintf(why, why_n, "it has one kind line; a machine whose cores are alike has none");
     else

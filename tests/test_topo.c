@@ -372,7 +372,7 @@ static void test_cpu_kinds(void **state)
     topo_free(&t);
 
     /* the cache keeps them */
-    const char *text = "complete 0-7\nonline 0-7\nnode 0 1 0-7 -\n"
+    const char *text = "complete 0-7\nonline 0-7\nnode 0 1 0-7 -\ncore 0-1\ncore 2-7\n"
                        "kind 4-7 IntelCore\nkind 0-3 kind2\n";
     struct err e;
     assert_true(topo_parse_cache(&t, text, &e));
@@ -426,7 +426,11 @@ static void test_cache_lines(void **state)
         {"complete 0-3\nonline 0-3\nnode 0 1 0-3 -\nkind 0-1 "
          "a-label-of-thirty-two-characters\nkind 2-3 b\n",
          "line 4 "},
-        {"complete 0-3\nonline 0-3\nnode 0 1 0-3 -\nkind 0-3 a\n", "one kind line"},
+        {"complete 0-3\nonline 0-3\nnode 0 1 0-3 -\ncore 0-3\nkind 0-3 a\n", "one kind line"},
+        /* what cache_format() never writes, so that the machine is discovered again */
+        {"complete 0-3\nonline 0-3\nnode 0 1 0-3 -\ncore 0-3\nkind 0-1 a\nkind 2-3 a\n", "line 6 "},
+        {"complete 0-3\nonline none\nnode 0 1 0-3 -\ncore 0-3\n", "no CPU online"},
+        {"complete 0-3\nonline 0-3\nnode 0 1 0-3 -\n", "no core line"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         if (topo_parse_cache(&t, bad[i].text, &e)) {
