@@ -23,7 +23,7 @@
  */
 static int shrink_process(long pid, size_t shrink, hwloc_const_bitmap_t taken,
                           hwloc_const_bitmap_t keeps, const char *who, struct yield *y,
-                          size_t *moved)
+                          size_t *moved, bool first)
 {
     struct pid_list tids;
     int failed = 0;
@@ -32,6 +32,12 @@ static int shrink_process(long pid, size_t shrink, hwloc_const_bitmap_t taken,
     hwloc_bitmap_t cur = hwloc_bitmap_alloc(), want = hwloc_bitmap_alloc(),
                    got = hwloc_bitmap_alloc();
     for (size_t i = 0; i < tids.n; i++) {
+        /*
+         * The threads there before any of the process's moved: what
+         * adopt_newborn() must tell from one born since from a moved one
+         */
+        if (first)
+            pid_list_add(&y->seen, tids.v[i]);
         if (thread_cpus(tids.v[i], cur) < 0)
             continue; /* exited meanwhile */
         hwloc_bitmap_andnot(want, cur, taken);
@@ -70,6 +76,12 @@ static int shrink_process(long pid, size_t shrink, hwloc_const_bitmap_t taken,
 
 #define SHRINK_PASSES 5
 
+static int tid_order(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
 int yield_take(struct yield *y, const struct plan *pl, struct registry *reg)
 {
     int failed = 0;
@@ -87,7 +99,8 @@ int yield_take(struct yield *y, const struct plan *pl, struct registry *reg)
             registry_holders(reg, k, 1, false, &holders);
             seen = holders.n > seen ? holders.n : seen;
             for (size_t h = 0; h < holders.n; h++)
-                f += shrink_process(holders.v[h], i, s->gives, s->cpus, k->profile, y, &moved);
+                f += shrink_process(holders.v[h], i, s->gives, s->cpus, k->profile, y, &moved,
+                                    pass == 0);
             pid_list_free(&holders);
             if (moved == was)
                 break;
@@ -119,29 +132,42 @@ int yield_take(struct yield *y, const struct plan *pl, struct registry *reg)
         free(gives);
         free(keeps);
     }
+    if (y->seen.n > 1)
+        qsort(y->seen.v, y->seen.n, sizeof(*y->seen.v), tid_order);
     return failed;
 }
 
 /*
  * Threads the yield's processes started since it moved their threads: a
- * thread is born with its creator's CPUs, so one on the very set a moved
- * thread of its process was moved to is taken for moved too, from what
- * that one had. (A pool that starts threads per request, or a JVM.)
+ * thread is born with its creator's CPUs, so one that was not there then
+ * and is on the very set a moved thread of its process was moved to is
+ * taken for moved too. What it had is not known (which thread made it
+ * is not): it gets back what the process's moved threads gave up. A
+ * thread the yield saw and left alone (one the service pinned) is not
+ * one of them. (A pool that starts threads per request, or a JVM.)
  */
 static void adopt_newborn(struct yield *y)
 {
     size_t moved = y->nthreads;
-    hwloc_bitmap_t cur = hwloc_bitmap_alloc();
+    hwloc_bitmap_t cur = hwloc_bitmap_alloc(), lost = hwloc_bitmap_alloc(),
+                   gave = hwloc_bitmap_alloc();
     for (size_t i = 0; i < moved; i++) {
         long pid = y->threads[i].pid;
-        bool seen = false; /* each process once */
-        for (size_t k = 0; k < i && !seen; k++)
-            seen = y->threads[k].pid == pid;
+        bool done = false; /* each process once */
+        for (size_t k = 0; k < i && !done; k++)
+            done = y->threads[k].pid == pid;
         struct pid_list tids;
-        if (seen || !procs_threads(pid, &tids))
+        if (done || !procs_threads(pid, &tids))
             continue;
+        hwloc_bitmap_zero(lost); /* what its moved threads gave up */
+        for (size_t k = 0; k < moved; k++)
+            if (y->threads[k].pid == pid) {
+                hwloc_bitmap_andnot(gave, y->threads[k].was, y->threads[k].to);
+                hwloc_bitmap_or(lost, lost, gave);
+            }
         for (size_t t = 0; t < tids.n; t++) {
-            bool known = false;
+            bool known = y->seen.n > 0 && bsearch(&tids.v[t], y->seen.v, y->seen.n,
+                                                  sizeof(*y->seen.v), tid_order) != NULL;
             for (size_t k = 0; k < y->nthreads && !known; k++)
                 known = y->threads[k].tid == tids.v[t];
             if (known || thread_cpus(tids.v[t], cur) < 0)
@@ -150,8 +176,9 @@ static void adopt_newborn(struct yield *y)
                 const struct moved_thread *m = &y->threads[k];
                 if (m->pid != pid || !hwloc_bitmap_isequal(cur, m->to))
                     continue;
-                struct moved_thread born = {tids.v[t], pid, m->shrink, hwloc_bitmap_dup(m->was),
-                                            hwloc_bitmap_dup(m->to)};
+                struct moved_thread born = {tids.v[t], pid, m->shrink, hwloc_bitmap_dup(cur),
+                                            hwloc_bitmap_dup(cur)};
+                hwloc_bitmap_or(born.was, born.was, lost);
                 y->threads = xrealloc(y->threads, (y->nthreads + 1) * sizeof(*y->threads));
                 y->threads[y->nthreads++] = born;
                 break;
@@ -160,6 +187,8 @@ static void adopt_newborn(struct yield *y)
         pid_list_free(&tids);
     }
     hwloc_bitmap_free(cur);
+    hwloc_bitmap_free(lost);
+    hwloc_bitmap_free(gave);
 }
 
 void yield_undo(struct yield *y)
@@ -351,6 +380,7 @@ void yield_free(struct yield *y)
     }
     free(y->placed);
     free(y->placed_cpus);
+    pid_list_free(&y->seen);
     free(y->threads);
     free(y->done);
     free(y->claims);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "plan.h"
+#include "procs.h"
 #include "registry.h"
 
 /* A thread whose affinity the yield changed, and what it was. */
@@ -37,6 +38,7 @@ struct yield {
     bool *done; /* per plan shrink: every thread it found moved */
     struct shrunk_claim *claims;
     size_t nclaims;
+    struct pid_list seen; /* every thread of the pools the yield looked at, moved or not */
     /* the placed services other than this launch's when the pools shrank, and their CPUs */
     char **placed;
     hwloc_bitmap_t *placed_cpus;
