@@ -59,13 +59,24 @@ int systemd_version(void)
     return v;
 }
 
-/* How many bytes at c go out as they are: a UTF-8 character's; 0 for a byte escaped. */
+/*
+ * How many bytes at c go out as they are: a UTF-8 character's; 0 for a
+ * byte escaped. systemd's UTF-8 check refuses the noncharacters too
+ * (U+FDD0..U+FDEF, and U+xxFFFE and U+xxFFFF in every plane).
+ */
 static size_t plain_len(const char *c)
 {
-    unsigned char b = (unsigned char)*c;
-    if (b < 0x20 || b == 0x7f)
+    const unsigned char *u = (const unsigned char *)c;
+    if (u[0] < 0x20 || u[0] == 0x7f)
         return 0;
-    return b < 0x80 ? 1 : utf8_valid((const unsigned char *)c);
+    size_t n = u[0] < 0x80 ? 1 : utf8_valid(u);
+    if (n < 3)
+        return n;
+    unsigned long cp =
+        n == 3 ? (u[0] & 0x0fUL) << 12 : (u[0] & 0x07UL) << 18 | (u[1] & 0x3fUL) << 12;
+    cp |= (u[n - 2] & 0x3fUL) << 6 | (u[n - 1] & 0x3fUL);
+    bool nonchar = (cp >= 0xfdd0 && cp <= 0xfdef) || (cp & 0xfffe) == 0xfffe;
+    return nonchar ? 0 : n;
 }
 
 /*
