@@ -775,12 +775,21 @@ static int enter_once(const char *dir, const char *child, bool v2, int swappines
         error = ENAMETOOLONG;
         goto out;
     }
-    if (!read_line_file(path, ctl, sizeof(ctl)) || !has_word(ctl, "memory", ' ')) {
+    bool known = read_line_file(path, ctl, sizeof(ctl));
+    if (!known || !has_word(ctl, "memory", ' ')) {
         *step = "cgroup.subtree_control";
         *in = dir;
         if ((error = write_file(dir, *step, "+memory")) != 0)
             goto out;
-        enabled = true;
+        /*
+         * Ours to take back only where it was surely off, and below the
+         * root: the root cgroup takes processes back with it on, and its
+         * children are every other service's
+         */
+        char type[4096];
+        enabled = known &&
+                  snprintf(type, sizeof(type), "%s/cgroup.type", dir) < (int)sizeof(type) &&
+                  access(type, F_OK) == 0;
     }
     *in = child;
     if (swap_max == UINT64_MAX)
@@ -796,11 +805,12 @@ out:
 
 /*
  * Undo what enter_once() enabled in dir's cgroup.subtree_control: a cgroup
- * v2 parent with a controller enabled for its children takes no process
- * back (no internal processes), and is no longer the parent it was. Only
- * this launch's +memory, made under the registry's lock, when no tunerun
- * child of it had the controller before; one that another process's
- * cgroup uses since stays (EBUSY).
+ * v2 parent below the root with a controller enabled for its children
+ * takes no process back (no internal processes), and is no longer the
+ * parent it was. Only this launch's +memory, where it was off: no child of
+ * it had memory settings then, and only one made in the moments until a
+ * failed launch takes it back could lose its own (the kernel refuses
+ * -memory only while a child enables it for its own children: EBUSY).
  */
 static void disable_memory(const char *dir)
 {
