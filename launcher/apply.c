@@ -347,7 +347,12 @@ static void apply_thp(const struct plan_step *s, struct step_result *r)
 static void apply_env(const struct plan_step *s, struct step_result *r)
 {
     const char *old = getenv(s->u.env.name);
-    if (setenv(s->u.env.name, s->u.env.value, 1) < 0) {
+    /*
+     * Every copy goes first: setenv() replaces the first of an environment
+     * that names a variable twice, and a shell (and so a service's start
+     * script) takes the last.
+     */
+    if (unsetenv(s->u.env.name) < 0 || setenv(s->u.env.name, s->u.env.value, 1) < 0) {
         set(r, STEP_FAILED, errno, "setenv: %s", strerror(errno));
         return;
     }

@@ -67,6 +67,13 @@ static void emit(int priority, const char *fmt, va_list ap)
         fprintf(stderr, "tunerun: %s\n", line);
 }
 
+void log_error_line(const char *line)
+{
+    if (to_journal)
+        fputs("<3>", stderr);
+    fprintf(stderr, "%s\n", line);
+}
+
 /* The syslog priority of each message kind, and the level from which it is shown. */
 #define LOG_AT(name, priority, from)                                                               \
     void name(const char *fmt, ...)                                                                \

@@ -26,6 +26,8 @@ void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A line of an error's own, not "tunerun: "'s (a usage hint): its priority too, for the journal. */
+void log_error_line(const char *line);
 
 /*
  * Errors are values: a function that can fail fills a struct err and

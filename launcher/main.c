@@ -15,6 +15,7 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,7 +161,7 @@ static int usage_error(const char *fmt, const char *arg)
     char msg[1024], shown[ESCAPED_SIZE(160)]; /* an argument as given: one line */
     snprintf(msg, sizeof(msg), fmt, str_escaped(shown, sizeof(shown), arg, 160));
     log_error("%s", msg);
-    fprintf(stderr, "Try 'tunerun --help' for more information.\n");
+    log_error_line("Try 'tunerun --help' for more information.");
     return EXIT_TUNERUN;
 }
 
@@ -771,6 +772,14 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     const char *cmd = o->command[0];
     char named[ESCAPED_SIZE(160)]; /* cmd as messages show it: one line */
     const char *shown = str_escaped(named, sizeof(named), cmd, 160);
+    /*
+     * A warning to a stderr whose reader has gone must not end a launch
+     * with SIGPIPE (141, the service never run): ignored until the exec,
+     * which gets the caller's disposition back.
+     */
+    struct sigaction pipe_ignored = {.sa_handler = SIG_IGN}, caller_pipe;
+    sigemptyset(&pipe_ignored.sa_mask);
+    bool pipe_saved = sigaction(SIGPIPE, &pipe_ignored, &caller_pipe) == 0;
     launch_key(p, o->command, key, sizeof(key));
     /*
      * The command is looked for before anything is claimed or changed, in
@@ -863,8 +872,12 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         goto abandoned;
     }
     release_std_fds();
+    if (pipe_saved)
+        sigaction(SIGPIPE, &caller_pipe, NULL);
     execvp(cmd, o->command);
     error = errno;
+    if (pipe_saved)
+        sigaction(SIGPIPE, &pipe_ignored, NULL);
     not_root = regain(pv, root_why, sizeof(root_why));
     apply_rlimits_undo(&pl, saved);
     free(saved);
