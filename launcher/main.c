@@ -845,8 +845,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     if (pv) {
         char why[1024];
         int exec_error;
-        bool changed;
-        if (privs_drop(pv, cmd, &changed, &exec_error, why, sizeof(why)) != 0) {
+        if (privs_drop(pv, cmd, &exec_error, why, sizeof(why)) != 0) {
             /* never a warning: the service would run with more than its profile gives it */
             log_error("privileges: %s; not executing %s", why, shown);
             not_root = regain(pv, root_why, sizeof(root_why));

@@ -663,8 +663,8 @@ static int keep_off_terminal(const struct privs *pv, char *err, size_t n)
 #endif
 }
 
-static int set_identity(const struct privs *pv, const char *command, bool *changed, int *exec_error,
-                        char *err, size_t n)
+static int set_identity(const struct privs *pv, const char *command, int *exec_error, char *err,
+                        size_t n)
 {
     uid_t ruid, euid, suid;
     gid_t rgid, egid, sgid;
@@ -699,7 +699,6 @@ static int set_identity(const struct privs *pv, const char *command, bool *chang
             return r;
         if (setresuid(pv->uid, pv->uid, saved) < 0)
             return fail(err, n, "setresuid %s", pv->user);
-        *changed = true;
         /* a uid 0 among the three keeps the permitted set, KEEP_CAPS or not */
         before.reversible = keepcaps || pv->uid == 0 || saved == 0;
         /*
@@ -808,10 +807,8 @@ int privs_check(const struct privs *pv, char *err, size_t n)
     return preflight(pv, &moot, err, n);
 }
 
-int privs_drop(const struct privs *pv, const char *command, bool *changed, int *exec_error,
-               char *err, size_t n)
+int privs_drop(const struct privs *pv, const char *command, int *exec_error, char *err, size_t n)
 {
-    *changed = false;
     *exec_error = 0;
     errno = 0;
     bool moot;
@@ -836,7 +833,7 @@ int privs_drop(const struct privs *pv, const char *command, bool *changed, int *
     if (r == 0 && pv->caps && !moot)
         r = drop_bounding(pv, err, n);
     if (r == 0 && pv->change_id)
-        r = set_identity(pv, command, changed, exec_error, err, n);
+        r = set_identity(pv, command, exec_error, err, n);
     if (r == 0 && pv->caps)
         r = set_sets(pv, err, n);
     if (r == 0 && pv->caps)

@@ -70,13 +70,12 @@ int privs_check(const struct privs *pv, char *err, size_t n);
  * as they were until the exec, see privs_regain()), the effective and
  * inheritable sets, the ambient set, no_new_privs; then everything is read
  * back.
- * Returns 0, or errno with err holding one line naming the step; *changed
- * says whether the ids had already changed (tunerun can then no longer
- * remove its root-owned claim and cgroup), *exec_error, when not 0, that
- * the command is what failed, with the errno execvp() would give.
+ * Returns 0, or errno with err holding one line naming the step;
+ * *exec_error, when not 0, that the command is what failed, with the errno
+ * execvp() would give. Changed part way or not, privs_regain() takes it
+ * back.
  */
-int privs_drop(const struct privs *pv, const char *command, bool *changed, int *exec_error,
-               char *err, size_t n);
+int privs_drop(const struct privs *pv, const char *command, int *exec_error, char *err, size_t n);
 
 /*
  * After privs_drop() (done or failed part way) when the exec did not
