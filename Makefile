@@ -91,10 +91,11 @@ tunerun: launcher/main.o $(LIB_OBJ)
 tests/probe: tests/probe.c
 	$(CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(CFLAGS) -o $@ $< -lnuma
 
-tests/nsrun: tests/nsrun.c
-	$(CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(CFLAGS) -o $@ $<
+# Each runs a command as a parent would start it: in a new cgroup namespace,
+# under a seccomp filter, with huge pages turned off.
+TEST_TOOLS = tests/nsrun tests/refuse tests/thp
 
-tests/refuse: tests/refuse.c
+$(TEST_TOOLS): tests/%: tests/%.c
 	$(CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) $(CFLAGS) -o $@ $<
 
 tests/claimer: tests/claimer.c $(LIB_OBJ) $(HDRS)
@@ -110,7 +111,7 @@ demo: demo-deps
 
 # The README's second command: everything, as CI runs it.
 test: test-deps
-	@$(MAKE) --no-print-directory all tests/probe tests/claimer tests/nsrun tests/refuse $(UNIT_TESTS)
+	@$(MAKE) --no-print-directory all tests/probe tests/claimer $(TEST_TOOLS) $(UNIT_TESTS)
 	@tests/run-all $(UNIT_TESTS)
 	@$(MAKE) --no-print-directory sanitize
 	@$(MAKE) --no-print-directory fuzz
@@ -124,7 +125,7 @@ sanitize: test-deps
 	@cp -r launcher profiles tests contrib Makefile .dockerignore build/asan/
 	@rm -f build/asan/launcher/*.o build/asan/launcher/config.h
 	@$(MAKE) --no-print-directory -s -C build/asan CFLAGS="$(SANITIZE)" HARDEN= \
-		LDFLAGS="-fsanitize=address,undefined" all tests/probe tests/claimer tests/refuse \
+		LDFLAGS="-fsanitize=address,undefined" all tests/probe tests/claimer tests/refuse tests/thp \
 		$(UNIT_TESTS)
 	@echo "# the same suites on an ASan+UBSan build:"
 	@cd build/asan && TUNERUN_SANITIZED=1 TUNERUN_TOPOLOGIES="$(CURDIR)/../shared/topologies" \
@@ -155,10 +156,10 @@ fuzz: test-deps
 unit: all $(UNIT_TESTS)
 	@for t in $(UNIT_TESTS); do $$t || exit 1; done
 
-host-test: all tests/probe tests/claimer tests/refuse
+host-test: all tests/probe tests/claimer tests/refuse tests/thp
 	@tests/host/run
 
-test-vm: test-deps all tests/probe tests/nsrun
+test-vm: test-deps all tests/probe tests/nsrun tests/thp
 	@tests/vm/run
 
 # The launch floors the bench measures: an exec linked like tunerun, and like numactl.
@@ -191,6 +192,6 @@ format:
 	clang-format -i launcher/*.c launcher/*.h tests/*.c tests/fuzz/*.c
 
 clean:
-	rm -f tunerun launcher/*.o launcher/config.h tests/probe tests/claimer tests/nsrun tests/refuse $(UNIT_TESTS) \
+	rm -f tunerun launcher/*.o launcher/config.h tests/probe tests/claimer $(TEST_TOOLS) $(UNIT_TESTS) \
 		tests/bench/exec-libs tests/bench/exec-numa
 	rm -rf build

@@ -300,6 +300,14 @@ static const char *global_thp_mode(char *buf, size_t n)
     return apply_thp_bracketed(text, buf, n);
 }
 
+enum thp_mode apply_thp_inherited(void)
+{
+    int flags = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+    return flags <= 0                              ? THP_SYSTEM /* none, or a filter refuses it */
+           : flags & PR_THP_DISABLE_EXCEPT_ADVISED ? THP_MADVISE
+                                                   : THP_NEVER;
+}
+
 static void apply_thp(const struct plan_step *s, struct step_result *r)
 {
     if (s->u.thp == THP_NEVER) {
@@ -321,21 +329,40 @@ static void apply_thp(const struct plan_step *s, struct step_result *r)
     int error = errno;
     char mode[32];
     const char *global = global_thp_mode(mode, sizeof(mode));
+    /* an older kernel knows only the whole flag, which a parent may have left set */
+    bool inherited = apply_thp_inherited() == THP_NEVER;
     if (error != EINVAL)
         set(r, STEP_FAILED, error, "prctl(PR_SET_THP_DISABLE, madvise): %s", strerror(error));
+    else if (global && strcmp(global, "never") == 0)
+        set(r, STEP_SKIPPED, error,
+            "this kernel has no per-process madvise mode (Linux 6.18+); the global mode "
+            "'never' holds, which is stricter");
+    else if (global && strcmp(global, "madvise") == 0 && !inherited)
+        set(r, STEP_SKIPPED, error,
+            "this kernel has no per-process madvise mode (Linux 6.18+); the global mode is "
+            "already madvise");
+    else if (global && strcmp(global, "madvise") == 0) {
+        /* the parent's "never" would refuse the huge pages the service asks for */
+        if (prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0) == 0)
+            set(r, STEP_OK, 0,
+                "madvise: the global mode, once the THP disable tunerun inherited from its "
+                "parent was cleared (this kernel has no per-process madvise mode, Linux 6.18+)");
+        else
+            set(r, STEP_FAILED, errno,
+                "prctl(PR_SET_THP_DISABLE, 0), to clear the THP disable inherited from the "
+                "parent so that the global madvise holds: %s",
+                strerror(errno));
+    } else if (inherited)
+        set(r, STEP_SKIPPED, error,
+            "this kernel has no per-process madvise mode (Linux 6.18+); huge pages stay off, "
+            "as the parent left tunerun with PR_SET_THP_DISABLE, which is stricter than the "
+            "global mode%s%s%s",
+            global ? " '" : "", global ? global : "", global ? "'" : "");
     else if (global == NULL)
         set(r, STEP_FAILED, error,
             "this kernel has no per-process madvise mode (Linux 6.18+) and %s is unreadable, "
             "so the THP mode that holds is unknown",
             THP_ENABLED_PATH);
-    else if (strcmp(global, "madvise") == 0)
-        set(r, STEP_SKIPPED, error,
-            "this kernel has no per-process madvise mode (Linux 6.18+); the global mode is "
-            "already madvise");
-    else if (strcmp(global, "never") == 0)
-        set(r, STEP_SKIPPED, error,
-            "this kernel has no per-process madvise mode (Linux 6.18+); the global mode "
-            "'never' holds, which is stricter");
     else
         set(r, STEP_FAILED, error,
             "this kernel has no per-process madvise mode (Linux 6.18+) and the global mode "

@@ -46,4 +46,10 @@ const char *step_status_name(enum step_status s);
  */
 const char *apply_thp_bracketed(const char *text, char *buf, size_t n);
 
+/*
+ * The THP mode this process's disable flags set, as its parent left them
+ * (PR_GET_THP_DISABLE): THP_NEVER, THP_MADVISE, or THP_SYSTEM for none.
+ */
+enum thp_mode apply_thp_inherited(void);
+
 #endif

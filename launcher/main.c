@@ -595,8 +595,20 @@ static bool build_plan(struct plan *pl, struct profile *p, struct topo *t,
     if (reg->pruned)
         log_info("registry: removed %zu claim%s of services that are gone", reg->pruned,
                  reg->pruned == 1 ? "" : "s");
-    struct plan_input in = {p,    t,  environ, sd->fd >= 0, reg->claims,          reg->nclaims,
-                            NULL, cg, pv,      near,        nofile_ceiling(p, t), privs_refused};
+    struct plan_input in = {
+        .profile = p,
+        .topo = t,
+        .environ = environ,
+        .registry = sd->fd >= 0,
+        .claims = reg->claims,
+        .nclaims = reg->nclaims,
+        .cgroup = cg,
+        .privs = pv,
+        .near = near,
+        .nr_open = nofile_ceiling(p, t),
+        .privs_refused = privs_refused,
+        .thp_inherited = t->source == TOPO_HOST ? apply_thp_inherited() : THP_SYSTEM,
+    };
     if (sd->fd >= 0 && key)
         in.previous = registry_previous(reg, key);
     if (!plan_build(pl, &in, &e)) {

@@ -165,6 +165,7 @@ struct ctx {
     int *claimed_cand;            /* ... and how many of its candidate CPUs */
     char *shunned_names;          /* for notes: "nginx" or "nginx, mysql" */
     long nr_open;                 /* plan_input's */
+    enum thp_mode thp_inherited;  /* plan_input's */
     const struct claim *claims;
     size_t nclaims;
     const struct claim *prev; /* the placement this launch had before, when free now */
@@ -1917,7 +1918,16 @@ static void add_placement_steps(struct ctx *c)
         s->u.thp = THP_NEVER;
         break;
     case THP_SYSTEM:
-        note(pl, NOTE_INFO, "thp: the system-wide mode applies (profile says system)");
+        /* tunerun changes nothing, so what its parent set holds, not always the system's */
+        if (c->thp_inherited == THP_SYSTEM)
+            note(pl, NOTE_INFO, "thp: the system-wide mode applies (profile says system)");
+        else
+            note(pl, NOTE_INFO,
+                 "thp: %s: the parent set them so for tunerun (PR_SET_THP_DISABLE, as a unit's "
+                 "MemoryTHP= does), and thp = system leaves that in effect, not the system-wide "
+                 "mode",
+                 c->thp_inherited == THP_MADVISE ? "huge pages only where the service asks"
+                                                 : "no huge pages");
         break;
     }
 }
@@ -2183,8 +2193,12 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     pl->mem_nodes = hwloc_bitmap_alloc();
     pl->nodeless = hwloc_bitmap_alloc();
 
-    struct ctx c = {
-        .p = in->profile, .t = t, .pl = pl, .cgroup = in->cgroup, .nr_open = in->nr_open};
+    struct ctx c = {.p = in->profile,
+                    .t = t,
+                    .pl = pl,
+                    .cgroup = in->cgroup,
+                    .nr_open = in->nr_open,
+                    .thp_inherited = in->thp_inherited};
     c.cand = hwloc_bitmap_alloc();
     hwloc_bitmap_and(c.cand, t->cpus, t->binding);
     if (hwloc_bitmap_iszero(c.cand)) {

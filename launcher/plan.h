@@ -131,6 +131,13 @@ struct plan_input {
     const struct plan_near *near; /* NULL: not looked up (another machine's topology) */
     long nr_open; /* fs.nr_open, which no nofile hard limit may pass; 0: not read (not needed) */
     const char *privs_refused; /* why this process could not make the drop (plan), or NULL */
+    /*
+     * The THP mode this process's disable flags set (PR_GET_THP_DISABLE),
+     * which the service inherits where no step sets its own: THP_SYSTEM
+     * for none (and for another machine's plan), THP_NEVER, THP_MADVISE.
+     * A unit's MemoryTHP= leaves them.
+     */
+    enum thp_mode thp_inherited;
 };
 
 /*

@@ -50,8 +50,12 @@ int main(int argc, char **argv)
         return 2;
     }
     registry_check(&reg, NULL, NULL);
-    struct plan_input in = {&p,   &t,   environ, true, reg.claims, reg.nclaims,
-                            NULL, NULL, NULL,    NULL, 0,          NULL};
+    struct plan_input in = {.profile = &p,
+                            .topo = &t,
+                            .environ = environ,
+                            .registry = true,
+                            .claims = reg.claims,
+                            .nclaims = reg.nclaims};
     if (!plan_build(&pl, &in, &e)) {
         fprintf(stderr, "claimer: %s\n", e.msg);
         return 2;

@@ -65,7 +65,7 @@ static struct plan make_plan(const struct profile *p, const struct topo *t, char
 {
     struct plan pl;
     struct err e;
-    struct plan_input in = {p, t, env, false, NULL, 0, NULL, NULL, NULL, NULL, 0, NULL};
+    struct plan_input in = {.profile = p, .topo = t, .environ = env};
     if (!plan_build(&pl, &in, &e))
         fail_msg("%s", e.msg);
     return pl;
@@ -292,7 +292,7 @@ static void test_inherited_affinity_is_never_widened(void **state)
     struct profile p = load_profile("mysql", NULL);
     struct plan pl;
     struct err e;
-    struct plan_input in = {&p, &t, NULL, false, NULL, 0, NULL, NULL, NULL, NULL, 0, NULL};
+    struct plan_input in = {.profile = &p, .topo = &t};
     assert_false(plan_build(&pl, &in, &e));
     assert_non_null(strstr(e.msg, "inherited affinity"));
     profile_free(&p);
@@ -815,7 +815,7 @@ static void test_derived_environment(void **state)
         struct cgroup cg = {
             .mode = CG_UNIFIED, .v2 = true, .owner = CG_OWN_HOST, .mem_limit = 512ULL << 20};
         struct profile java = load_profile("java", NULL);
-        struct plan_input in = {&java, &t, NULL, false, NULL, 0, NULL, &cg, NULL, NULL, 0, NULL};
+        struct plan_input in = {.profile = &java, .topo = &t, .cgroup = &cg};
         struct err e;
         struct plan capped;
         assert_true(plan_build(&capped, &in, &e));
@@ -1000,7 +1000,36 @@ static void test_thp_and_limit_steps(void **state)
         assert_non_null(nofile);
         assert_true(nofile->u.rlimit.soft >= 65535);
         assert_non_null(strstr(nofile->why, "profiles/"));
+        assert_int_equal(has_note(&pl, "thp: the system-wide mode applies"), !want[i].has_thp);
         plan_free(&pl);
+        /*
+         * What the parent left tunerun with: a mode of the profile's own is
+         * still set over it, and `system`, which sets none, says what holds.
+         */
+        const enum thp_mode inherited[] = {THP_NEVER, THP_MADVISE};
+        for (size_t k = 0; k < 2; k++) {
+            struct err e;
+            struct plan_input in = {.profile = &p, .topo = &t, .thp_inherited = inherited[k]};
+            if (!plan_build(&pl, &in, &e))
+                fail_msg("%s", e.msg);
+            const struct plan_step *again = find_step(&pl, STEP_THP);
+            assert_int_equal(again != NULL, want[i].has_thp);
+            if (again)
+                assert_int_equal(again->u.thp, want[i].mode);
+            const char *said = note_with(&pl, NOTE_INFO, "thp: ");
+            if (want[i].has_thp) {
+                assert_null(said);
+            } else {
+                assert_non_null(said);
+                assert_non_null(strstr(said, inherited[k] == THP_NEVER
+                                                 ? "thp: no huge pages: the parent set them so"
+                                                 : "thp: huge pages only where the service asks: "
+                                                   "the parent set them so"));
+                assert_non_null(strstr(said, "not the system-wide mode"));
+            }
+            assert_false(pl.degraded);
+            plan_free(&pl);
+        }
         profile_free(&p);
     }
     topo_free(&t);
@@ -1031,7 +1060,7 @@ static struct plan plan_with(const struct profile *p, const struct topo *t, stru
 {
     struct plan pl;
     struct err e;
-    struct plan_input in = {p, t, NULL, true, k, n, NULL, NULL, NULL, NULL, 0, NULL};
+    struct plan_input in = {.profile = p, .topo = t, .registry = true, .claims = k, .nclaims = n};
     if (!plan_build(&pl, &in, &e))
         fail_msg("%s", e.msg);
     return pl;
@@ -1074,8 +1103,7 @@ static void test_reasons_fit_any_profile(void **state)
     for (size_t i = 0; i < sizeof(shipped) / sizeof(shipped[0]); i++)
         for (size_t k = 0; k < 2; k++) {
             struct profile p = load_profile(shipped[i], NULL);
-            struct plan_input in = {&p,   &t,     NULL, false, NULL, 0,
-                                    NULL, cgs[k], NULL, NULL,  0,    NULL};
+            struct plan_input in = {.profile = &p, .topo = &t, .cgroup = cgs[k]};
             assert_true(plan_build(&pl, &in, &e));
             assert_no_service_words(&pl, shipped[i]);
             plan_free(&pl);
@@ -1086,7 +1114,7 @@ static void test_reasons_fit_any_profile(void **state)
     struct profile p = profile_text("[placement]\nmemory = bind\n[memory]\nthp = never\n"
                                     "oom_score_adj = 0\nswappiness = 10\n[limits]\n"
                                     "nofile = 4096\n");
-    struct plan_input in = {&p, &t, NULL, false, NULL, 0, NULL, &v1, NULL, NULL, 0, NULL};
+    struct plan_input in = {.profile = &p, .topo = &t, .cgroup = &v1};
     assert_true(plan_build(&pl, &in, &e));
     assert_no_service_words(&pl, "test.ini");
     const struct plan_step *s = find_step(&pl, STEP_RLIMIT);
@@ -1152,7 +1180,7 @@ static void test_swap_policy(void **state)
     struct plan pl;
 
     /* v1: memory.swappiness, the last step, as it is the last applied (apply_cgroup_step) */
-    struct plan_input in = {&mysql, &t, NULL, false, NULL, 0, NULL, &v1, NULL, NULL, 0, NULL};
+    struct plan_input in = {.profile = &mysql, .topo = &t, .cgroup = &v1};
     assert_true(plan_build(&pl, &in, &e));
     const struct plan_step *last = &pl.steps[pl.nsteps - 1];
     assert_int_equal(last->type, STEP_CGROUP);
@@ -1388,7 +1416,7 @@ static void test_pool_keeps_a_slow_core(void **state)
     const char *four[] = {"placement.cpus=4", NULL};
     struct profile p4 = load_profile("mysql", four);
     struct claim prev = live("mysql", "0-3", "0", false, NULL);
-    struct plan_input in = {&p4, &t, NULL, true, NULL, 0, &prev, NULL, NULL, NULL, 0, NULL};
+    struct plan_input in = {.profile = &p4, .topo = &t, .registry = true, .previous = &prev};
     struct err e;
     assert_true(plan_build(&pl, &in, &e));
     assert_cpus(&pl, "0-3", "restart");
@@ -1448,7 +1476,7 @@ static void test_no_node_placement(void **state)
 
     /* it ran on CPU 1 before, on no node: CPU 1 again */
     struct claim prev = live("mysql", "1", "", false, NULL);
-    struct plan_input in = {&mysql, &t, NULL, true, NULL, 0, &prev, NULL, NULL, NULL, 0, NULL};
+    struct plan_input in = {.profile = &mysql, .topo = &t, .registry = true, .previous = &prev};
     struct err e;
     assert_true(plan_build(&pl, &in, &e));
     assert_cpus(&pl, "1", "restart on no node");
@@ -1676,7 +1704,7 @@ static void test_claims(void **state)
 
     /* a restart gets its previous node back when it is free ... */
     struct claim prev = live("mysql", "4-7", "1", false, "nginx");
-    struct plan_input in = {&mysql, &t, NULL, true, NULL, 0, &prev, NULL, NULL, NULL, 0, NULL};
+    struct plan_input in = {.profile = &mysql, .topo = &t, .registry = true, .previous = &prev};
     struct err e;
     assert_true(plan_build(&pl, &in, &e));
     cpus = bitmap_list(pl.cpus);
@@ -1709,7 +1737,13 @@ static struct plan plan_near(const struct profile *p, const struct topo *t, stru
     hwloc_bitmap_list_sscanf(near.nodes, strcmp(nodes, "none") == 0 ? "" : nodes);
     near.status = hwloc_bitmap_iszero(near.nodes) ? NEAR_NO_NODE : NEAR_FOUND;
     near.what = xasprintf("/srv is on nvme0n1 (node %s)", nodes);
-    struct plan_input in = {p, t, NULL, true, k, n, prev, NULL, NULL, &near, 0, NULL};
+    struct plan_input in = {.profile = p,
+                            .topo = t,
+                            .registry = true,
+                            .claims = k,
+                            .nclaims = n,
+                            .previous = prev,
+                            .near = &near};
     if (!plan_build(&pl, &in, &e))
         fail_msg("%s", e.msg);
     hwloc_bitmap_free(near.nodes);

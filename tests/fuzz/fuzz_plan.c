@@ -322,7 +322,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                             NULL,
                             take(&b, 4) ? &near : NULL,
                             take(&b, 2) ? (long)take(&b, 1 << 21) + 1 : 0,
-                            take(&b, 4) ? NULL : "security.user: becoming x needs CAP_SETUID"};
+                            take(&b, 4) ? NULL : "security.user: becoming x needs CAP_SETUID",
+                            (enum thp_mode)take(&b, 3)};
     struct plan pl;
     if (plan_build(&pl, &in, &e)) {
         checked_profile = &p;
