@@ -772,6 +772,49 @@ static int check_command(const char *cmd, const char *path, const char *shown,
     return error == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
 }
 
+/*
+ * The room an exec leaves the argument and environment strings under a
+ * soft stack limit: a quarter of it, at most 6 MiB (three quarters of
+ * _STK_LIM) and at least 128 KiB (ARG_MAX), less a pointer per string, as
+ * fs/exec.c computes it (prepare_arg_pages(), later bprm_stack_limits()).
+ */
+static size_t exec_room(rlim_t stack, size_t strings)
+{
+    size_t quarter = stack == RLIM_INFINITY || stack / 4 > (6u << 20) ? 6u << 20 : stack / 4;
+    size_t room = quarter < (128u << 10) ? 128u << 10 : quarter;
+    size_t pointers = strings * sizeof(char *);
+    return room > pointers ? room - pointers : 0;
+}
+
+/*
+ * Why an exec failed with E2BIG, where the stack limit the plan set is the
+ * reason: what the strings take passes the room that limit leaves them,
+ * and not the room tunerun's own had (`before`). A string over 128 KiB
+ * (MAX_ARG_STRLEN) is too long under any limit. Writes nothing else.
+ */
+static void e2big_reason(char *const *argv, rlim_t before, char *buf, size_t n)
+{
+    struct rlimit now;
+    size_t need = 0, strings = 0, longest = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (char *const *s = pass == 0 ? argv : environ; s && *s; s++, strings++) {
+            size_t len = strlen(*s) + 1;
+            need += len;
+            longest = len > longest ? len : longest;
+        }
+    need += strlen(argv[0]) + 1; /* the file name, copied too (execvp's, at least as long) */
+    if (getrlimit(RLIMIT_STACK, &now) != 0 || longest > (128u << 10) ||
+        need <= exec_room(now.rlim_cur, strings) || need > exec_room(before, strings))
+        return;
+    char limit[24];
+    rlim_str(limit, sizeof(limit), now.rlim_cur);
+    snprintf(buf, n,
+             ": its arguments and environment take %zu KiB, more than the %zu KiB the plan's "
+             "stack limit leaves them (limits.stack = %s bytes: a quarter of it, and at least "
+             "128 KiB; fix: a higher limits.stack)",
+             (need + 1023) / 1024, exec_room(now.rlim_cur, strings) / 1024, limit);
+}
+
 static int run(const struct options *o, struct profile *p, struct topo *t,
                const struct state_dir *sd, const struct cgroup *cg, const struct privs *pv,
                const struct plan_near *near)
@@ -873,7 +916,9 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     log_info("executing %s", shown);
     fflush(NULL);
     /* the last thing before the exec: the limits may be too low for tunerun's own writes */
-    struct rlimit *saved = xcalloc(pl.nsteps ? pl.nsteps : 1, sizeof(*saved));
+    struct rlimit *saved = xcalloc(pl.nsteps ? pl.nsteps : 1, sizeof(*saved)), stack;
+    if (getrlimit(RLIMIT_STACK, &stack) != 0)
+        stack.rlim_cur = RLIM_INFINITY;
     if ((error = apply_rlimits_final(&pl, saved)) != 0) {
         not_root = regain(pv, root_why, sizeof(root_why)); /* raising a hard limit again needs it */
         apply_rlimits_undo(&pl, saved);
@@ -889,11 +934,14 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     error = errno;
     if (pipe_saved)
         sigaction(SIGPIPE, &pipe_ignored, NULL);
+    char reason[256] = "";
+    if (error == E2BIG) /* under the plan's stack limit, before it is undone */
+        e2big_reason(o->command, stack.rlim_cur, reason, sizeof(reason));
     not_root = regain(pv, root_why, sizeof(root_why));
     apply_rlimits_undo(&pl, saved);
     free(saved);
     (void)hold_std_fds(); /* what abandon() opens must not land on 0-2 */
-    log_error("cannot execute '%s': %s", shown, strerror(error));
+    log_error("cannot execute '%s': %s%s", shown, strerror(error), reason);
     status = error == ENOENT || error == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
 abandoned:
     abandon(sd, t, &reg, &y, name, claim_fd, not_root);
