@@ -308,6 +308,50 @@ enum thp_mode apply_thp_inherited(void)
                                                    : THP_NEVER;
 }
 
+/*
+ * madvise on a kernel without the per-process mode (EINVAL, before 6.18):
+ * the global mode decides, under the whole THP disable a parent may have
+ * left tunerun with.
+ */
+static void thp_madvise_older(struct step_result *r)
+{
+    const char *older = "this kernel has no per-process madvise mode (Linux 6.18+)";
+    char mode[32];
+    const char *global = global_thp_mode(mode, sizeof(mode));
+    bool never = global && strcmp(global, "never") == 0;
+    bool madvise = global && strcmp(global, "madvise") == 0;
+    bool inherited = apply_thp_inherited() == THP_NEVER;
+    if (never)
+        set(r, STEP_SKIPPED, EINVAL, "%s; the global mode 'never' holds, which is stricter", older);
+    else if (madvise && !inherited)
+        set(r, STEP_SKIPPED, EINVAL, "%s; the global mode is already madvise", older);
+    else if (madvise && prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0) == 0)
+        /* the parent's disable would refuse the huge pages the service asks for */
+        set(r, STEP_OK, 0,
+            "madvise: the global mode, once the THP disable tunerun inherited from its parent "
+            "was cleared (this kernel has no per-process madvise mode, Linux 6.18+)");
+    else if (madvise)
+        set(r, STEP_FAILED, errno,
+            "prctl(PR_SET_THP_DISABLE, 0), to clear the THP disable inherited from the parent "
+            "so that the global madvise holds: %s",
+            strerror(errno));
+    else if (inherited)
+        set(r, STEP_SKIPPED, EINVAL,
+            "%s; huge pages stay off, as the parent left tunerun with PR_SET_THP_DISABLE, which "
+            "is stricter than %s%s%s",
+            older, global ? "the global mode '" : "any global mode", global ? global : "",
+            global ? "'" : "");
+    else if (global == NULL)
+        set(r, STEP_FAILED, EINVAL,
+            "%s and %s is unreadable, so the THP mode that holds is unknown", older,
+            THP_ENABLED_PATH);
+    else
+        set(r, STEP_FAILED, EINVAL,
+            "%s and the global mode '%s' holds (fix: echo madvise > %s; persistent: "
+            "transparent_hugepage=madvise on the kernel command line)",
+            older, global, THP_ENABLED_PATH);
+}
+
 static void apply_thp(const struct plan_step *s, struct step_result *r)
 {
     if (s->u.thp == THP_NEVER) {
@@ -324,51 +368,11 @@ static void apply_thp(const struct plan_step *s, struct step_result *r)
             set(r, STEP_OK, 0, "madvise (PR_THP_DISABLE_EXCEPT_ADVISED)");
         else
             set(r, STEP_FAILED, 0, "PR_GET_THP_DISABLE reads %d after setting madvise", got);
-        return;
+    } else if (errno == EINVAL) {
+        thp_madvise_older(r);
+    } else {
+        set(r, STEP_FAILED, errno, "prctl(PR_SET_THP_DISABLE, madvise): %s", strerror(errno));
     }
-    int error = errno;
-    char mode[32];
-    const char *global = global_thp_mode(mode, sizeof(mode));
-    /* an older kernel knows only the whole flag, which a parent may have left set */
-    bool inherited = apply_thp_inherited() == THP_NEVER;
-    if (error != EINVAL)
-        set(r, STEP_FAILED, error, "prctl(PR_SET_THP_DISABLE, madvise): %s", strerror(error));
-    else if (global && strcmp(global, "never") == 0)
-        set(r, STEP_SKIPPED, error,
-            "this kernel has no per-process madvise mode (Linux 6.18+); the global mode "
-            "'never' holds, which is stricter");
-    else if (global && strcmp(global, "madvise") == 0 && !inherited)
-        set(r, STEP_SKIPPED, error,
-            "this kernel has no per-process madvise mode (Linux 6.18+); the global mode is "
-            "already madvise");
-    else if (global && strcmp(global, "madvise") == 0) {
-        /* the parent's "never" would refuse the huge pages the service asks for */
-        if (prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0) == 0)
-            set(r, STEP_OK, 0,
-                "madvise: the global mode, once the THP disable tunerun inherited from its "
-                "parent was cleared (this kernel has no per-process madvise mode, Linux 6.18+)");
-        else
-            set(r, STEP_FAILED, errno,
-                "prctl(PR_SET_THP_DISABLE, 0), to clear the THP disable inherited from the "
-                "parent so that the global madvise holds: %s",
-                strerror(errno));
-    } else if (inherited)
-        set(r, STEP_SKIPPED, error,
-            "this kernel has no per-process madvise mode (Linux 6.18+); huge pages stay off, "
-            "as the parent left tunerun with PR_SET_THP_DISABLE, which is stricter than the "
-            "global mode%s%s%s",
-            global ? " '" : "", global ? global : "", global ? "'" : "");
-    else if (global == NULL)
-        set(r, STEP_FAILED, error,
-            "this kernel has no per-process madvise mode (Linux 6.18+) and %s is unreadable, "
-            "so the THP mode that holds is unknown",
-            THP_ENABLED_PATH);
-    else
-        set(r, STEP_FAILED, error,
-            "this kernel has no per-process madvise mode (Linux 6.18+) and the global mode "
-            "'%s' holds (fix: echo madvise > %s; persistent: transparent_hugepage=madvise on "
-            "the kernel command line)",
-            global, THP_ENABLED_PATH);
 }
 
 static void apply_env(const struct plan_step *s, struct step_result *r)

@@ -765,7 +765,7 @@ static const char *plan_env(const struct plan *pl, const char *name)
 static int check_command(const char *cmd, const char *path, const char *shown,
                          const struct privs *pv)
 {
-    int error = command_error(cmd, path);
+    int error = command_error(cmd, path, NULL);
     if (error == 0 || (pv && pv->change_id && error != ENOENT))
         return 0;
     log_error("cannot execute '%s': %s", shown, strerror(error));
@@ -778,41 +778,49 @@ static int check_command(const char *cmd, const char *path, const char *shown,
  * _STK_LIM) and at least 128 KiB (ARG_MAX), less a pointer per string, as
  * fs/exec.c computes it (prepare_arg_pages(), later bprm_stack_limits()).
  */
-static size_t exec_room(rlim_t stack, size_t strings)
+static size_t exec_room(rlim_t stack, size_t pointers)
 {
     size_t quarter = stack == RLIM_INFINITY || stack / 4 > (6u << 20) ? 6u << 20 : stack / 4;
     size_t room = quarter < (128u << 10) ? 128u << 10 : quarter;
-    size_t pointers = strings * sizeof(char *);
     return room > pointers ? room - pointers : 0;
 }
 
 /*
- * Why an exec failed with E2BIG, where the stack limit the plan set is the
- * reason: what the strings take passes the room that limit leaves them,
- * and not the room tunerun's own had (`before`). A string over 128 KiB
- * (MAX_ARG_STRLEN) is too long under any limit. Writes nothing else.
+ * Why execvp() failed with E2BIG, where the stack limit the plan set is the
+ * reason: the strings the kernel copies (the file's name, the environment,
+ * the arguments, under a first pointer's slot) pass the room that limit
+ * leaves them, and not the room tunerun's own had (`before`). A string
+ * over 128 KiB (MAX_ARG_STRLEN) is too long under any limit. Writes
+ * nothing else.
  */
 static void e2big_reason(char *const *argv, rlim_t before, char *buf, size_t n)
 {
     struct rlimit now;
-    size_t need = 0, strings = 0, longest = 0;
+    char *file;
+    if (command_error(argv[0], getenv("PATH"), &file) != 0 || getrlimit(RLIMIT_STACK, &now) != 0) {
+        free(file);
+        return;
+    }
+    size_t need = strlen(file) + 1 + sizeof(char *), pointers = 0, longest = 0;
+    free(file);
     for (int pass = 0; pass < 2; pass++)
-        for (char *const *s = pass == 0 ? argv : environ; s && *s; s++, strings++) {
+        for (char *const *s = pass == 0 ? argv : environ; s && *s; s++) {
             size_t len = strlen(*s) + 1;
             need += len;
+            pointers += sizeof(char *);
             longest = len > longest ? len : longest;
         }
-    need += strlen(argv[0]) + 1; /* the file name, copied too (execvp's, at least as long) */
-    if (getrlimit(RLIMIT_STACK, &now) != 0 || longest > (128u << 10) ||
-        need <= exec_room(now.rlim_cur, strings) || need > exec_room(before, strings))
+    if (longest > (128u << 10) || need <= exec_room(now.rlim_cur, pointers) ||
+        need > exec_room(before, pointers))
         return;
     char limit[24];
     rlim_str(limit, sizeof(limit), now.rlim_cur);
     snprintf(buf, n,
              ": its arguments and environment take %zu KiB, more than the %zu KiB the plan's "
              "stack limit leaves them (limits.stack = %s bytes: a quarter of it, and at least "
-             "128 KiB; fix: a higher limits.stack)",
-             (need + 1023) / 1024, exec_room(now.rlim_cur, strings) / 1024, limit);
+             "128 KiB; fix: limits.stack = %zuK or more)",
+             (need + 1023) / 1024, exec_room(now.rlim_cur, pointers) / 1024, limit,
+             (4 * (need + pointers) + 1023) / 1024);
 }
 
 static int run(const struct options *o, struct profile *p, struct topo *t,
@@ -934,7 +942,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     error = errno;
     if (pipe_saved)
         sigaction(SIGPIPE, &pipe_ignored, NULL);
-    char reason[256] = "";
+    char reason[384] = "";
     if (error == E2BIG) /* under the plan's stack limit, before it is undone */
         e2big_reason(o->command, stack.rlim_cur, reason, sizeof(reason));
     not_root = regain(pv, root_why, sizeof(root_why));

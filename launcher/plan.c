@@ -1922,12 +1922,13 @@ static void add_placement_steps(struct ctx *c)
         if (c->thp_inherited == THP_SYSTEM)
             note(pl, NOTE_INFO, "thp: the system-wide mode applies (profile says system)");
         else
-            note(pl, NOTE_INFO,
-                 "thp: %s: the parent set them so for tunerun (PR_SET_THP_DISABLE, as a unit's "
-                 "MemoryTHP= does), and thp = system leaves that in effect, not the system-wide "
-                 "mode",
-                 c->thp_inherited == THP_MADVISE ? "huge pages only where the service asks"
-                                                 : "no huge pages");
+            note(pl, NOTE_INFO, "thp: %s; thp = system leaves that in effect",
+                 c->thp_inherited == THP_MADVISE
+                     ? "madvise, as the parent left tunerun (PR_SET_THP_DISABLE with "
+                       "PR_THP_DISABLE_EXCEPT_ADVISED, as a unit's MemoryTHP=madvise does): huge "
+                       "pages only where the service asks, as far as the system-wide mode allows"
+                     : "never, as the parent left tunerun (PR_SET_THP_DISABLE, as a unit's "
+                       "MemoryTHP=disable does): no huge pages, whatever the system-wide mode");
         break;
     }
 }

@@ -527,7 +527,7 @@ static int check_exec(const struct privs *pv, const char *command, int *exec_err
         r = fail(err, n, "setting the effective set to the kept capabilities");
     cap_free(caps);
     int error =
-        r == 0 ? command_error(command, getenv("PATH")) : 0; /* the profile's [env] is set */
+        r == 0 ? command_error(command, getenv("PATH"), NULL) : 0; /* the profile's [env] is set */
     if (euid != uid && setresuid((uid_t)-1, euid, (uid_t)-1) < 0) {
         cap_free(saved);
         return fail(err, n, "seteuid back to %lu", (unsigned long)euid);

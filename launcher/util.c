@@ -453,19 +453,28 @@ static int exec_error(const char *file, int depth)
     return depth >= 5 ? ELOOP : exec_error(name, depth + 1);
 }
 
-int command_error(const char *cmd, const char *path)
+int command_error(const char *cmd, const char *path, char **found)
 {
+    if (found)
+        *found = NULL;
     if (*cmd == '\0')
         return ENOENT;
-    if (strchr(cmd, '/'))
-        return exec_error(cmd, 0);
+    if (strchr(cmd, '/')) {
+        int error = exec_error(cmd, 0);
+        if (found && error == 0)
+            *found = xstrdup(cmd);
+        return error;
+    }
     char *dirs = xstrdup(path ? path : "/bin:/usr/bin"), *rest = dirs, *d;
     int error = ENOENT;
     /* strsep, not strtok: an empty element means the current directory */
     while (error != 0 && (d = strsep(&rest, ":")) != NULL) {
         char *full = xasprintf("%s/%s", *d ? d : ".", cmd);
         int e = exec_error(full, 0);
-        free(full);
+        if (e == 0 && found)
+            *found = full;
+        else
+            free(full);
         if (e == 0 || e == EACCES) { /* like execvp, a later entry may still do */
             error = e;
         } else if (e != ENOENT && e != ESTALE && e != ENODEV && e != ETIMEDOUT) {

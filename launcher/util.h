@@ -133,8 +133,9 @@ const char *path_untrusted_way(const char *path, uid_t uid, char *at, size_t n);
  * without a '/' (an empty element is the current directory; NULL, no PATH,
  * is /bin:/usr/bin). A
  * script's "#!" interpreter must be there and executable too (ENOENT,
- * EACCES), as the kernel would look for it.
+ * EACCES), as the kernel would look for it. With `found`, the file it
+ * would execute (malloc()ed) when it returns 0, else NULL.
  */
-int command_error(const char *cmd, const char *path);
+int command_error(const char *cmd, const char *path, char **found);
 
 #endif

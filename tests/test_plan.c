@@ -1022,10 +1022,9 @@ static void test_thp_and_limit_steps(void **state)
             } else {
                 assert_non_null(said);
                 assert_non_null(strstr(said, inherited[k] == THP_NEVER
-                                                 ? "thp: no huge pages: the parent set them so"
-                                                 : "thp: huge pages only where the service asks: "
-                                                   "the parent set them so"));
-                assert_non_null(strstr(said, "not the system-wide mode"));
+                                                 ? "thp: never, as the parent left tunerun"
+                                                 : "thp: madvise, as the parent left tunerun"));
+                assert_non_null(strstr(said, "thp = system leaves that in effect"));
             }
             assert_false(pl.degraded);
             plan_free(&pl);

@@ -311,19 +311,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (unsigned k = take(&b, 3); k > 0; k--)
         hwloc_bitmap_set(near.nodes, take(&b, 10));
     near.status = hwloc_bitmap_iszero(near.nodes) ? NEAR_NO_NODE : NEAR_FOUND;
-    struct plan_input in = {&p,
-                            &t,
-                            take(&b, 2) ? env : NULL,
-                            nclaims > 0,
-                            claims,
-                            nclaims,
-                            nclaims && take(&b, 2) ? &claims[0] : NULL,
-                            take(&b, 2) ? &cg : NULL,
-                            NULL,
-                            take(&b, 4) ? &near : NULL,
-                            take(&b, 2) ? (long)take(&b, 1 << 21) + 1 : 0,
-                            take(&b, 4) ? NULL : "security.user: becoming x needs CAP_SETUID",
-                            (enum thp_mode)take(&b, 3)};
+    struct plan_input in = {
+        .profile = &p,
+        .topo = &t,
+        .environ = take(&b, 2) ? env : NULL,
+        .registry = nclaims > 0,
+        .claims = claims,
+        .nclaims = nclaims,
+        .previous = nclaims && take(&b, 2) ? &claims[0] : NULL,
+        .cgroup = take(&b, 2) ? &cg : NULL,
+        .near = take(&b, 4) ? &near : NULL,
+        .nr_open = take(&b, 2) ? (long)take(&b, 1 << 21) + 1 : 0,
+        .privs_refused = take(&b, 4) ? NULL : "security.user: becoming x needs CAP_SETUID",
+        .thp_inherited = (enum thp_mode)take(&b, 3),
+    };
     struct plan pl;
     if (plan_build(&pl, &in, &e)) {
         checked_profile = &p;
