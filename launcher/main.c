@@ -756,20 +756,35 @@ static const char *plan_env(const struct plan *pl, const char *name)
     return value;
 }
 
+/* The exit status of a drop privs_drop() refused: the command's (127, 126) where it is to blame. */
+static int drop_status(int exec_error)
+{
+    return exec_error == 0                                 ? EXIT_TUNERUN
+           : exec_error == ENOENT || exec_error == ENOTDIR ? EXIT_NOT_FOUND
+                                                           : EXIT_CANNOT_RUN;
+}
+
 /*
- * Whether execvp() would find and may execute the command, in `path`; 0,
- * or the exit status after saying why. A service user's right to execute
- * it is checked as that user (privs_drop()); root may be refused what it
- * may run (NFS).
+ * Whether execvp() would find and may execute the command, in `path`, and
+ * the privilege drop would be made; 0, or the exit status after saying
+ * why. A service user's right to execute it is checked as that user, in
+ * the drop tried in a child (privs_try()); root may be refused what it may
+ * run (NFS).
  */
 static int check_command(const char *cmd, const char *path, const char *shown,
                          const struct privs *pv)
 {
     int error = command_error(cmd, path, NULL);
-    if (error == 0 || (pv && pv->change_id && error != ENOENT))
+    if (error != 0 && !(pv && pv->change_id && error != ENOENT)) {
+        log_error("cannot execute '%s': %s", shown, strerror(error));
+        return error == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+    }
+    char why[1024];
+    if (pv == NULL || privs_try(pv, cmd, path, &error, why, sizeof(why)) == 0)
         return 0;
-    log_error("cannot execute '%s': %s", shown, strerror(error));
-    return error == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+    /* never a warning: the service would run with more than its profile gives it */
+    log_error("privileges: %s; not executing %s", why, shown);
+    return drop_status(error);
 }
 
 /*
@@ -912,9 +927,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
             /* never a warning: the service would run with more than its profile gives it */
             log_error("privileges: %s; not executing %s", why, shown);
             not_root = regain(pv, root_why, sizeof(root_why));
-            status = exec_error == 0                                 ? EXIT_TUNERUN
-                     : exec_error == ENOENT || exec_error == ENOTDIR ? EXIT_NOT_FOUND
-                                                                     : EXIT_CANNOT_RUN;
+            status = drop_status(exec_error);
             goto abandoned;
         }
         char *who = privs_describe(pv);

@@ -29,6 +29,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 bool privs_wanted(const struct profile *p)
@@ -847,6 +848,53 @@ int privs_drop(const struct privs *pv, const char *command, int *exec_error, cha
     if (r == 0)
         dropped = moot ? BOUND_MOOT : BOUND_REDUCED;
     return r;
+}
+
+int privs_try(const struct privs *pv, const char *command, const char *path, int *exec_error,
+              char *err, size_t n)
+{
+    struct {
+        int r, exec_error;
+        char why[1024];
+    } said = {0};
+    int fds[2];
+    *exec_error = 0;
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return fail(err, n, "a pipe to check the drop in a child");
+    pid_t pid = fork();
+    if (pid < 0) {
+        int r = fail(err, n, "fork, to check the drop in a child");
+        close(fds[0]);
+        close(fds[1]);
+        return r;
+    }
+    if (pid == 0) { /* nothing of the parent's: no stdio, no atexit, no messages */
+        close(fds[0]);
+        if (path)
+            setenv("PATH", path, 1);
+        else
+            unsetenv("PATH");
+        said.r = privs_drop(pv, command, &said.exec_error, said.why, sizeof(said.why));
+        _exit(write(fds[1], &said, sizeof(said)) == (ssize_t)sizeof(said) ? 0 : 1);
+    }
+    close(fds[1]);
+    ssize_t got;
+    do
+        got = read(fds[0], &said, sizeof(said));
+    while (got < 0 && errno == EINTR);
+    int error = errno, status = 0;
+    close(fds[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (got != (ssize_t)sizeof(said)) {
+        errno = got < 0 ? error : EIO;
+        return fail(err, n, "checking the drop in a child, which %s",
+                    WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "said nothing");
+    }
+    *exec_error = said.exec_error;
+    said.why[sizeof(said.why) - 1] = '\0';
+    snprintf(err, n, "%s", said.why);
+    return said.r;
 }
 
 int privs_regain(char *err, size_t n)

@@ -78,6 +78,16 @@ int privs_check(const struct privs *pv, char *err, size_t n);
 int privs_drop(const struct privs *pv, const char *command, int *exec_error, char *err, size_t n);
 
 /*
+ * What privs_drop() would answer, found by making the drop in a child that
+ * then exits, with PATH as `path` (NULL: unset), as the command will be
+ * searched for: the same return, *exec_error and err, and this process
+ * unchanged. A launch asks before it claims or changes anything, so that a
+ * drop bound to fail takes nothing from running services.
+ */
+int privs_try(const struct privs *pv, const char *command, const char *path, int *exec_error,
+              char *err, size_t n);
+
+/*
  * After privs_drop() (done or failed part way) when the exec did not
  * happen: the ids, groups and effective capabilities tunerun started with
  * again, so that it can undo the launch as root. Until the exec the drop
