@@ -637,11 +637,10 @@ static void launch_key(const struct profile *p, char *const *command, char *out,
     snprintf(out, n, "%016llx", h);
 }
 
-/* Write this launch's claim; its fd stays open across exec. */
+/* Write this launch's claim; its fd stays open across exec. -1 with why in e. */
 static int claim(const struct profile *p, const struct plan *pl, const char *key,
-                 struct registry *reg, char *name, size_t n)
+                 struct registry *reg, char *name, size_t n, struct err *e)
 {
-    struct err e;
     struct claim k = {.profile = (char *)p->name,
                       .mpol = (char *)plan_mpol_name(pl->mpol),
                       .cpus = pl->cpus,
@@ -661,10 +660,8 @@ static int claim(const struct profile *p, const struct plan *pl, const char *key
     } else {
         k.pid = 0; /* no pid witness: the fd lock alone keeps the claim */
     }
-    int fd = registry_claim(reg, &k, name, n, &e);
-    if (fd < 0)
-        log_error("registry: %s", e.msg);
-    else
+    int fd = registry_claim(reg, &k, name, n, e);
+    if (fd >= 0)
         log_info("claim %s/%s held by fd %d", reg->sd->path, name, fd);
     return fd;
 }
@@ -894,8 +891,22 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         log_error("--strict: the plan does not fully honour the profile; not executing %s", shown);
         goto refused;
     }
-    if (sd->fd >= 0 && (claim_fd = claim(p, &pl, key, &reg, name, sizeof(name))) < 0)
-        goto refused;
+    struct err ce;
+    if (sd->fd >= 0 && (claim_fd = claim(p, &pl, key, &reg, name, sizeof(name), &ce)) < 0) {
+        /*
+         * The default directory's claim that cannot be written (a full
+         * /run) costs what an unavailable directory costs: a warning, as
+         * a service that starts unregistered is better than none. One that
+         * was asked for, or --strict, refuses.
+         */
+        if (o->strict || o->state_dir) {
+            log_error("registry: %s", ce.msg);
+            goto refused;
+        }
+        log_warn("registry: %s; this service is not registered, so services started later do not "
+                 "know of it, and shared pools keep their CPUs (--strict refuses)",
+                 ce.msg);
+    }
     apply_plan(&pl, res);
     int failed = log_results(&pl, res, false, o->strict);
     if (o->strict && failed) {
@@ -903,7 +914,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
                   shown);
         goto refused;
     }
-    int stuck = yield_take(&y, &pl, &reg);
+    int stuck = claim_fd >= 0 ? yield_take(&y, &pl, &reg) : 0; /* none for no one's claim */
     if (o->strict && stuck) {
         log_error("--strict: %d thread%s of running services could not yield their CPUs; "
                   "moved the others back; not executing %s",
@@ -917,7 +928,8 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         yield_undo(&y);
         goto refused;
     }
-    yield_record(&y, &pl, &reg, claim_fd >= 0 ? name : NULL);
+    if (claim_fd >= 0)
+        yield_record(&y, &pl, &reg, name);
     /* no lock held over the exec: a hung filesystem would stall every launch behind it */
     registry_release(&reg);
     if (pv) {
