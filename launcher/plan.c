@@ -24,6 +24,7 @@
 #include "plan.h"
 #include "util.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1113,14 +1114,91 @@ static unsigned take_cores(const struct topo *t, hwloc_const_bitmap_t pool,
 }
 
 /*
+ * How many running services hold each CPU, by PU index up to the last of
+ * t->cpus and its cores (all a plan may take); NULL when none holds any.
+ */
+static unsigned *holders(const struct ctx *c)
+{
+    int last = hwloc_bitmap_last(c->t->cpus);
+    for (size_t i = 0; i < c->t->ncores; i++)
+        last = hwloc_bitmap_last(c->t->cores[i]) > last ? hwloc_bitmap_last(c->t->cores[i]) : last;
+    if (last < 0 || !hwloc_bitmap_intersects(c->claimed, c->t->cpus))
+        return NULL;
+    unsigned *held = xcalloc((size_t)last + 1, sizeof(*held));
+    for (size_t i = 0; i < c->nclaims; i++) {
+        int pu;
+        hwloc_bitmap_foreach_begin(pu, c->claims[i].cpus)
+        {
+            if (pu > last)
+                break;
+            held[pu]++;
+        }
+        hwloc_bitmap_foreach_end();
+    }
+    return held;
+}
+
+/*
+ * take_cores() from what the fewest running services hold (held[], by PU;
+ * NULL: none) first: level by level, the cores none of whose PUs is held
+ * more often, then the PUs, then any of pool. Services that share CPUs (a
+ * count each, none exclusive) spread over a node, a CPU each in turn,
+ * instead of piling onto its first cores.
+ */
+static unsigned take_least_held(const struct topo *t, hwloc_const_bitmap_t pool,
+                                hwloc_const_bitmap_t whole, const unsigned *held, unsigned n,
+                                hwloc_bitmap_t out)
+{
+    unsigned got = 0;
+    hwloc_bitmap_t pus = hwloc_bitmap_alloc(), cores = hwloc_bitmap_alloc();
+    for (unsigned level = 0; held && got < n;) {
+        unsigned next = UINT_MAX; /* the next level a PU of pool is held at */
+        int pu;
+        hwloc_bitmap_zero(pus);
+        hwloc_bitmap_foreach_begin(pu, pool)
+        {
+            if (held[pu] <= level)
+                hwloc_bitmap_set(pus, (unsigned)pu);
+            else if (held[pu] < next)
+                next = held[pu];
+        }
+        hwloc_bitmap_foreach_end();
+        hwloc_bitmap_copy(cores, pus);
+        for (size_t i = 0; i < t->ncores; i++) {
+            hwloc_bitmap_foreach_begin(pu, t->cores[i])
+            {
+                if (held[pu] > level) {
+                    hwloc_bitmap_andnot(cores, cores, t->cores[i]);
+                    break;
+                }
+            }
+            hwloc_bitmap_foreach_end();
+        }
+        got += take_cores(t, cores, whole, n - got, out);
+        if (got < n)
+            got += take_cores(t, pus, whole, n - got, out);
+        if (next == UINT_MAX)
+            break; /* every PU of pool was in this level */
+        level = next;
+    }
+    if (got < n)
+        got += take_cores(t, pool, whole, n - got, out);
+    hwloc_bitmap_free(cores);
+    hwloc_bitmap_free(pus);
+    return got;
+}
+
+/*
  * Add up to n PUs of pool to out: on a hybrid machine the fastest kind of
  * core first (a service asks for a number of CPUs to get work done, and an
- * efficiency core does less of it), and within a kind all of a core's
- * PUs together, in core order. True when pool held more than one kind and
+ * efficiency core does less of it), within a kind those the fewest running
+ * services hold first (take_least_held()), and all of a core's PUs
+ * together, in core order. True when pool held more than one kind and
  * more than n PUs, so that the kinds decided.
  */
 static bool take_compact(const struct topo *t, hwloc_const_bitmap_t pool,
-                         hwloc_const_bitmap_t whole, unsigned n, hwloc_bitmap_t out)
+                         hwloc_const_bitmap_t whole, const unsigned *held, unsigned n,
+                         hwloc_bitmap_t out)
 {
     unsigned got = 0, kinds = 0;
     hwloc_bitmap_t part = hwloc_bitmap_alloc();
@@ -1128,11 +1206,11 @@ static bool take_compact(const struct topo *t, hwloc_const_bitmap_t pool,
         hwloc_bitmap_and(part, pool, t->kinds[k].cpus);
         kinds += !hwloc_bitmap_iszero(part);
         if (got < n)
-            got += take_cores(t, part, whole, n - got, out);
+            got += take_least_held(t, part, whole, held, n - got, out);
     }
     hwloc_bitmap_free(part);
     if (got < n)
-        take_cores(t, pool, whole, n - got, out);
+        take_least_held(t, pool, whole, held, n - got, out);
     return kinds > 1 && (int)n < hwloc_bitmap_weight(pool); /* taking all, kinds decide nothing */
 }
 
@@ -1224,21 +1302,25 @@ static void choose_cpus(struct ctx *c)
                hwloc_bitmap_weight(c->prev->cpus) == (int)want) {
         hwloc_bitmap_copy(pl->cpus, c->prev->cpus); /* as before the restart */
     } else {
-        unsigned *share = spread(t, pl->nodes, pool, c->node_cand, want);
+        unsigned *share = spread(t, pl->nodes, pool, c->node_cand, want), *held = holders(c);
         hwloc_bitmap_t part = hwloc_bitmap_alloc();
         for (size_t i = 0; i < t->nnodes; i++) {
             hwloc_bitmap_and(part, pool, c->node_cand[i]);
             if (share[i] > 0)
-                by_kind |= take_compact(t, part, whole, share[i], pl->cpus);
+                by_kind |= take_compact(t, part, whole, held, share[i], pl->cpus);
         }
         hwloc_bitmap_free(part);
         free(share);
         int short_by = (int)want - hwloc_bitmap_weight(pl->cpus);
         if (short_by > 0) /* rounding left some out */
-            by_kind |= take_compact(t, pool, whole, (unsigned)short_by, pl->cpus);
+            by_kind |= take_compact(t, pool, whole, held, (unsigned)short_by, pl->cpus);
+        free(held);
     }
     char *list = bitmap_list(pl->cpus), *kinds = kinds_word(t, pl->cpus);
-    note(pl, NOTE_INFO, "cpus %s (%d)%s%s%s", list, hwloc_bitmap_weight(pl->cpus),
+    /* a count out of CPUs that running services hold some of: the least held were taken */
+    bool fewest = want < have && hwloc_bitmap_intersects(pool, c->claimed);
+    note(pl, NOTE_INFO, "cpus %s (%d)%s%s%s%s", list, hwloc_bitmap_weight(pl->cpus),
+         fewest ? ", of those the fewest running services hold" : "",
          p->placement.smt ? "" : ": one PU per core (smt = no)",
          !kinds                                          ? ""
          : by_kind && hwloc_bitmap_weight(pl->nodes) > 1 ? "; the fastest kind of core first "

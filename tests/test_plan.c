@@ -1767,6 +1767,70 @@ static void assert_nodes_said(const struct plan *pl, const char *nodes, const ch
  * `near`: the node its disk hangs off, else the nearest, after keeping apart, the restart
  * rule, memory of its own and room to spare; and notes that say which of them decided.
  */
+/*
+ * Services that share CPUs, a count each, spread over a node: the CPUs the
+ * fewest running services hold first, whole cores before halves, and core
+ * order among equals; where every CPU is held as often, core order again.
+ */
+static void test_counts_spread_over_held_cpus(void **state)
+{
+    (void)state;
+    const char *const one[] = {"placement.cpus=1", "placement.nodes=1", NULL};
+    struct profile redis = load_profile("redis", one);
+    struct topo t = load_topo("synthetic:pack:1 numa:1 core:2 pu:1");
+    const struct {
+        const char *held[3]; /* the CPUs of each running redis */
+        const char *want;
+    } cases[] = {
+        {{NULL}, "0"},
+        {{"0", NULL}, "1"},
+        {{"0", "1", NULL}, "0"},
+        {{"0", "0", "1"}, "1"},
+        {{"1", "0", "1"}, "0"},
+        {{"0-1", NULL}, "0"},
+        {{"0-1", "0", NULL}, "1"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct claim k[3];
+        size_t n = 0;
+        while (n < 3 && cases[i].held[n]) {
+            k[n] = live("redis", cases[i].held[n], "0", false, NULL);
+            n++;
+        }
+        struct plan pl = plan_with(&redis, &t, k, n);
+        char label[32];
+        snprintf(label, sizeof(label), "case %zu", i);
+        assert_cpus(&pl, cases[i].want, label);
+        assert_int_equal(has_note(&pl, "of those the fewest running services hold"), n > 0);
+        assert_false(pl.degraded);
+        plan_free(&pl);
+        for (size_t j = 0; j < n; j++)
+            claim_free(&k[j]);
+    }
+    topo_free(&t);
+    /* two cores of two PUs, one PU of the first held: the free core, whole, before the half */
+    const char *const two[] = {"placement.cpus=2", "placement.nodes=1", NULL};
+    struct profile pair = load_profile("redis", two);
+    t = load_topo("synthetic:pack:1 numa:1 core:2 pu:2");
+    struct claim k = live("redis", "0", "0", false, NULL);
+    struct plan pl = plan_with(&pair, &t, &k, 1);
+    assert_cpus(&pl, "2-3", "a whole free core");
+    plan_free(&pl);
+    claim_free(&k);
+    /* ... and one more than it holds: then the free half of the other */
+    const char *const three[] = {"placement.cpus=3", "placement.nodes=1", NULL};
+    struct profile triple = load_profile("redis", three);
+    k = live("redis", "0", "0", false, NULL);
+    pl = plan_with(&triple, &t, &k, 1);
+    assert_cpus(&pl, "1-3", "the free core, then the free half");
+    plan_free(&pl);
+    claim_free(&k);
+    topo_free(&t);
+    profile_free(&triple);
+    profile_free(&pair);
+    profile_free(&redis);
+}
+
 static void test_near_its_disk(void **state)
 {
     (void)state;
@@ -1969,6 +2033,7 @@ int main(void)
         cmocka_unit_test(test_impossible_asks_are_degraded),
         cmocka_unit_test(test_thp_and_limit_steps),
         cmocka_unit_test(test_claims),
+        cmocka_unit_test(test_counts_spread_over_held_cpus),
         cmocka_unit_test(test_swap_policy),
         cmocka_unit_test(test_reasons_fit_any_profile),
         cmocka_unit_test(test_one_is_singular),
