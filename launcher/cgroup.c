@@ -507,7 +507,9 @@ void cgroup_detect(struct cgroup *cg, bool limit)
     if (ro || (statvfs(cg->dir, &vfs) == 0 && (vfs.f_flag & ST_RDONLY))) {
         cg->owner = CG_OWN_READONLY;
         snprintf(cg->why, sizeof(cg->why), "the cgroup filesystem is read-only here%s",
-                 cg->container ? " (a container)" : "");
+                 ends_with(cg->unit, ".service") ? " (the unit's ProtectControlGroups=)"
+                 : cg->container                 ? " (a container)"
+                                                 : "");
     } else if (cg->unit[0] && !unit_delegated(cg)) {
         cg->owner = CG_OWN_UNIT;
         snprintf(cg->why, sizeof(cg->why),

@@ -1783,6 +1783,20 @@ static char *swap_fix(const struct profile *p, const struct cgroup *cg)
                          "cgroup (systemd has no per-unit swappiness)",
                          scope ? "start it as a service" : cg->unit);
     case CG_OWN_READONLY:
+        /*
+         * A service's ProtectControlGroups= (Debian's redis and mariadb
+         * units have it); a scope under a read-only cgroupfs is a
+         * container's (Docker's systemd cgroup driver makes one).
+         */
+        if (cg->unit[0] && !scope && cg->v2)
+            return xasprintf("fix: MemorySwapMax=%s in %s (systemctl edit %s; `tunerun systemd "
+                             "%s` prints the drop-in)",
+                             size, cg->unit, cg->unit, p->name);
+        if (cg->unit[0] && !scope)
+            return xasprintf("fix: ProtectControlGroups=no and Delegate=yes in %s, which let "
+                             "tunerun make the service's own cgroup (systemd has no per-unit "
+                             "swappiness)",
+                             cg->unit);
         if (cg->v2 && p->memory.swap_max == 0)
             return xasprintf("fix: docker run --memory-swap equal to --memory (no swap)");
         if (cg->v2 && p->memory.swap_max == UINT64_MAX)

@@ -283,6 +283,8 @@ void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *
           "#                                    under NoExecPaths=/\n"
           "#   @resources in SystemCallFilter=  sched_setaffinity, set_mempolicy, setrlimit\n"
           "#   no ProtectProc=invisible         to see services that yield CPUs\n"
+          "#   no ProtectControlGroups=         on cgroup v1, for swappiness in a cgroup\n"
+          "#                                    of its own (it makes cgroupfs read-only)\n"
           "#   CAP_SYS_PTRACE CAP_SYS_NICE in CapabilityBoundingSet=, to see and move\n"
           "#                                    other users' processes that yield CPUs\n"
           "#   no PrivateUsers=, @privileged allowed, and CAP_SETUID CAP_SETGID\n"
