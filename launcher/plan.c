@@ -481,8 +481,19 @@ static void note_previous(struct ctx *c, const struct claim *prev)
     if (hwloc_bitmap_isincluded(prev->cpus, c->cand) &&
         !hwloc_bitmap_intersects(prev->cpus, c->shunned) && placed) {
         c->prev = prev;
-        note(c->pl, NOTE_INFO, "restarted: it ran on %s %s before, and %s free",
-             cpus_word(prev->cpus), list, one ? "it is" : "they are");
+        /* a whole pool or node takes what it may use there now, not what it had kept */
+        bool whole = c->p->placement.cpus == CPUS_ALL || c->p->placement.cpus == CPUS_NODE;
+        char *nodes = whole ? bitmap_list(prev->nodes) : NULL;
+        if (whole && !hwloc_bitmap_iszero(prev->nodes))
+            note(c->pl, NOTE_INFO,
+                 "restarted: it ran on %s %s before, and %s free: on node%s %s again, with "
+                 "every CPU it may use there",
+                 cpus_word(prev->cpus), list, one ? "it is" : "they are",
+                 hwloc_bitmap_weight(prev->nodes) == 1 ? "" : "s", nodes);
+        else
+            note(c->pl, NOTE_INFO, "restarted: it ran on %s %s before, and %s free",
+                 cpus_word(prev->cpus), list, one ? "it is" : "they are");
+        free(nodes);
     } else {
         note(c->pl, NOTE_INFO,
              "restarted: it ran on %s %s before, but %s taken or gone now; placing it afresh",

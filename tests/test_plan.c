@@ -1487,6 +1487,29 @@ static void test_no_node_placement(void **state)
     topo_free(&t);
 }
 
+/*
+ * A pool restarted after it yielded: it ran on the CPU it kept, and takes
+ * every CPU it may use again, which its note says instead of that one CPU.
+ */
+static void test_pool_restart_note(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("synthetic:pack:1 numa:1 core:2 pu:1");
+    struct profile nginx = load_profile("nginx", NULL);
+    struct claim prev = live("nginx", "1", "0", false, NULL);
+    struct plan_input in = {.profile = &nginx, .topo = &t, .registry = true, .previous = &prev};
+    struct plan pl;
+    struct err e;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_cpus(&pl, "0-1", "a restarted pool");
+    assert_true(has_note(&pl, "restarted: it ran on CPU 1 before, and it is free: on node 0 "
+                              "again, with every CPU it may use there"));
+    plan_free(&pl);
+    claim_free(&prev);
+    profile_free(&nginx);
+    topo_free(&t);
+}
+
 /* One CPU is one CPU: the notes and reasons agree in number. */
 static void test_one_is_singular(void **state)
 {
@@ -2034,6 +2057,7 @@ int main(void)
         cmocka_unit_test(test_thp_and_limit_steps),
         cmocka_unit_test(test_claims),
         cmocka_unit_test(test_counts_spread_over_held_cpus),
+        cmocka_unit_test(test_pool_restart_note),
         cmocka_unit_test(test_swap_policy),
         cmocka_unit_test(test_reasons_fit_any_profile),
         cmocka_unit_test(test_one_is_singular),
