@@ -913,6 +913,13 @@ int doctor_run(FILE *out, const char *root, const struct profile *p, const char 
                     .p = p,
                     .data_dir = from_near ? near : data_dir,
                     .data_from_near = from_near};
+    /* every kernel's /proc has it: without it the audit would be of nothing, and pass */
+    if (!here && !has_file(&d, "/proc/sys/kernel/osrelease")) {
+        log_error("--root %s: no proc/sys/kernel/osrelease under it (%s), so its proc/ is no "
+                  "copy of a host's /proc: give one",
+                  root, strerror(errno));
+        return DOCTOR_EXIT_UNUSABLE;
+    }
     /* under --root, the tree's own marks, found inside it */
     d.container = here ? cgroup_in_container()
                        : has_file(&d, container_marks[0]) || has_file(&d, container_marks[1]);
