@@ -122,24 +122,20 @@ static void apply_rlimit(const struct plan_step *s, struct step_result *r)
     /* the soft limit as far as the hard one goes: set at the exec like the rest */
     struct rlimit fallback = old;
     fallback.rlim_cur = RLIM_MIN(want.rlim_cur, old.rlim_max);
-    char fs[24], unit_name[16];
+    char fs[24];
     rlim_str(fs, sizeof(fs), fallback.rlim_cur);
-    const char *name = rlimit_name(res);
-    for (size_t i = 0; i < sizeof(unit_name); i++)
-        if ((unit_name[i] = (char)toupper((unsigned char)name[i])) == '\0')
-            break;
-    unit_name[sizeof(unit_name) - 1] = '\0';
     struct rlimit up_to =
         at_once ? fallback
                 : (struct rlimit){RLIM_MAX(old.rlim_cur, fallback.rlim_cur), old.rlim_max};
+    char *fix = rlimit_raise_fix(res, want.rlim_cur, want.rlim_max);
     if (setrlimit(res, &up_to) == 0)
         set(r, STEP_FAILED, error,
-            "cannot set %s:%s: %s; soft limit set to %s, hard stays %s (fix: %sraise it where "
-            "tunerun starts: Limit%s=%s:%s in the unit, or docker run --ulimit %s=%s:%s)",
-            ws, wh, why, fs, oh, first, unit_name, ws, wh, name, ws, wh);
+            "cannot set %s:%s: %s; soft limit set to %s, hard stays %s (fix: %s%s)", ws, wh, why,
+            fs, oh, first, fix);
     else
         set(r, STEP_FAILED, error, "cannot set %s:%s: %s; limit left at %s:%s", ws, wh, why, os,
             oh);
+    free(fix);
 }
 
 static void apply_oom(const struct plan_step *s, struct step_result *r)
@@ -298,6 +294,11 @@ static const char *global_thp_mode(char *buf, size_t n)
     if (!read_line_file(THP_ENABLED_PATH, text, sizeof(text)))
         return NULL;
     return apply_thp_bracketed(text, buf, n);
+}
+
+bool apply_may_raise_hard_limits(void)
+{
+    return have_cap(CAP_SYS_RESOURCE);
 }
 
 enum thp_mode apply_thp_inherited(void)

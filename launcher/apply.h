@@ -52,4 +52,7 @@ const char *apply_thp_bracketed(const char *text, char *buf, size_t n);
  */
 enum thp_mode apply_thp_inherited(void);
 
+/* Whether this process may raise a hard resource limit (CAP_SYS_RESOURCE, effective). */
+bool apply_may_raise_hard_limits(void);
+
 #endif

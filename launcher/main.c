@@ -583,10 +583,16 @@ static long nofile_ceiling(const struct profile *p, const struct topo *t)
     return v > 0 ? v : 0;
 }
 
+/* What only plan says ahead, of what a launch from here would meet at its steps. */
+struct foresight {
+    const char *privs_refused;         /* why the drop cannot be made here, or NULL */
+    const struct rlimit *fixed_limits; /* the limits, where a hard one cannot rise, or NULL */
+};
+
 static bool build_plan(struct plan *pl, struct profile *p, struct topo *t,
                        const struct state_dir *sd, struct registry *reg, const char *key,
                        const struct cgroup *cg, const struct privs *pv,
-                       const struct plan_near *near, const char *privs_refused)
+                       const struct plan_near *near, const struct foresight *ahead)
 {
     struct err e;
     struct depends d = {p, key};
@@ -606,7 +612,8 @@ static bool build_plan(struct plan *pl, struct profile *p, struct topo *t,
         .privs = pv,
         .near = near,
         .nr_open = nofile_ceiling(p, t),
-        .privs_refused = privs_refused,
+        .privs_refused = ahead ? ahead->privs_refused : NULL,
+        .fixed_limits = ahead ? ahead->fixed_limits : NULL,
         .thp_inherited = t->source == TOPO_HOST ? apply_thp_inherited() : THP_SYSTEM,
     };
     if (sd->fd >= 0 && key)
@@ -1002,11 +1009,17 @@ static int show_plan(const struct options *o, struct profile *p, struct topo *t,
     /* shared and read-only: a plan prunes nothing and writes no claim */
     if (!open_registry(sd, &reg, REGISTRY_READ))
         return EXIT_TUNERUN;
-    /* what a launch from here would refuse at the drop, said ahead (another machine's: not) */
+    /* what a launch from here would refuse at the drop or fail at a limit, said ahead
+     * (another machine's: not) */
     char refused[1024];
-    bool no_drop = pv && !o->topology && privs_check(pv, refused, sizeof(refused)) != 0;
-    bool built = build_plan(&pl, p, t, sd, &reg, o->command ? key : NULL, cg, pv, near,
-                            no_drop ? refused : NULL);
+    struct rlimit limits[PROFILE_NLIMITS];
+    bool here = !o->topology, no_drop = pv && here && privs_check(pv, refused, sizeof(refused));
+    bool fixed = here && !apply_may_raise_hard_limits();
+    for (int r = 0; fixed && r < PROFILE_NLIMITS; r++)
+        if (getrlimit(r, &limits[r]) != 0)
+            limits[r] = (struct rlimit){RLIM_INFINITY, RLIM_INFINITY}; /* unknown: no warning */
+    struct foresight ahead = {no_drop ? refused : NULL, fixed ? limits : NULL};
+    bool built = build_plan(&pl, p, t, sd, &reg, o->command ? key : NULL, cg, pv, near, &ahead);
     registry_close(&reg);
     if (!built)
         return EXIT_TUNERUN;

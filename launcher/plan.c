@@ -166,7 +166,8 @@ struct ctx {
     int *claimed_cand;            /* ... and how many of its candidate CPUs */
     char *shunned_names;          /* for notes: "nginx" or "nginx, mysql" */
     long nr_open;                 /* plan_input's */
-    enum thp_mode thp_inherited;  /* plan_input's */
+    const struct rlimit *fixed_limits; /* plan_input's */
+    enum thp_mode thp_inherited;       /* plan_input's */
     const struct claim *claims;
     size_t nclaims;
     const struct claim *prev; /* the placement this launch had before, when free now */
@@ -1941,6 +1942,15 @@ static void add_limit_steps(struct ctx *c)
                  boxed ? "on the host, not in this container: " : "", (unsigned long long)l->hard,
                  then);
             free(then);
+        } else if (c->fixed_limits && l->hard > c->fixed_limits[r].rlim_max) {
+            char want[24], have[24], *fix = rlimit_raise_fix(r, l->soft, l->hard);
+            rlim_str(want, sizeof(want), l->hard);
+            rlim_str(have, sizeof(have), c->fixed_limits[r].rlim_max);
+            note(c->pl, NOTE_WARN,
+                 "%s: the hard limit %s (%s) is above this process's %s, and raising it needs "
+                 "CAP_SYS_RESOURCE, which it lacks: a launch from here gets at most %s (fix: %s)",
+                 rlimit_name(r), want, at, have, have, fix);
+            free(fix);
         }
         free(at);
     }
@@ -2306,6 +2316,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
                     .pl = pl,
                     .cgroup = in->cgroup,
                     .nr_open = in->nr_open,
+                    .fixed_limits = in->fixed_limits,
                     .thp_inherited = in->thp_inherited};
     c.cand = hwloc_bitmap_alloc();
     hwloc_bitmap_and(c.cand, t->cpus, t->binding);

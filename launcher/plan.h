@@ -132,6 +132,13 @@ struct plan_input {
     long nr_open; /* fs.nr_open, which no nofile hard limit may pass; 0: not read (not needed) */
     const char *privs_refused; /* why this process could not make the drop (plan), or NULL */
     /*
+     * For plan: this process's limits, by resource, where it may not raise
+     * a hard one (no CAP_SYS_RESOURCE), so that the plan warns of the steps
+     * a launch from here would fail; NULL otherwise, and for a launch,
+     * whose step says so itself.
+     */
+    const struct rlimit *fixed_limits;
+    /*
      * The THP mode this process's disable flags set (PR_GET_THP_DISABLE),
      * which the service inherits where no step sets its own: THP_SYSTEM
      * for none (and for another machine's plan), THP_NEVER, THP_MADVISE.

@@ -56,6 +56,21 @@ const char *rlimit_name(int resource)
     return "?";
 }
 
+char *rlimit_raise_fix(int resource, rlim_t soft, rlim_t hard)
+{
+    char s[24], h[24], unit[24];
+    rlim_str(s, sizeof(s), soft);
+    rlim_str(h, sizeof(h), hard);
+    const char *name = rlimit_name(resource);
+    size_t i = 0;
+    for (; name[i] && i + 1 < sizeof(unit); i++) /* systemd's Limit*= name it in capitals */
+        unit[i] = (char)toupper((unsigned char)name[i]);
+    unit[i] = '\0';
+    return xasprintf("raise it where tunerun starts: Limit%s=%s:%s in the unit, or docker run "
+                     "--ulimit %s=%s:%s",
+                     unit, s, h, name, s, h);
+}
+
 const char *mem_mode_name(enum mem_mode m)
 {
     static const char *const names[] = {"local", "bind", "preferred", "interleave", "auto"};

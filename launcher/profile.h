@@ -182,6 +182,12 @@ void profile_list_keys(FILE *f);
 
 /* Names used by plans and reports. */
 const char *rlimit_name(int resource);
+/*
+ * Where a limit of soft:hard is raised for tunerun to pass on, as a fix
+ * says it: "raise it where tunerun starts: LimitNOFILE=65535:65535 in the
+ * unit, or docker run --ulimit nofile=65535:65535"; malloc()ed.
+ */
+char *rlimit_raise_fix(int resource, rlim_t soft, rlim_t hard);
 const char *mem_mode_name(enum mem_mode m);
 const char *thp_mode_name(enum thp_mode m);
 
