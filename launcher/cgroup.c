@@ -506,10 +506,13 @@ void cgroup_detect(struct cgroup *cg, bool limit)
     struct statvfs vfs;
     if (ro || (statvfs(cg->dir, &vfs) == 0 && (vfs.f_flag & ST_RDONLY))) {
         cg->owner = CG_OWN_READONLY;
+        bool service = ends_with(cg->unit, ".service");
         snprintf(cg->why, sizeof(cg->why), "the cgroup filesystem is read-only here%s",
-                 ends_with(cg->unit, ".service") ? " (the unit's ProtectControlGroups=)"
-                 : cg->container                 ? " (a container)"
-                                                 : "");
+                 service && cg->container
+                     ? " (the unit's ProtectControlGroups=, or the container's)"
+                 : service       ? " (the unit's ProtectControlGroups=)"
+                 : cg->container ? " (a container)"
+                                 : "");
     } else if (cg->unit[0] && !unit_delegated(cg)) {
         cg->owner = CG_OWN_UNIT;
         snprintf(cg->why, sizeof(cg->why),

@@ -482,19 +482,14 @@ static void note_previous(struct ctx *c, const struct claim *prev)
     if (hwloc_bitmap_isincluded(prev->cpus, c->cand) &&
         !hwloc_bitmap_intersects(prev->cpus, c->shunned) && placed) {
         c->prev = prev;
-        /* a whole pool or node takes what it may use there now, not what it had kept */
-        bool whole = c->p->placement.cpus == CPUS_ALL || c->p->placement.cpus == CPUS_NODE;
-        char *nodes = whole ? bitmap_list(prev->nodes) : NULL;
-        if (whole && !hwloc_bitmap_iszero(prev->nodes))
-            note(c->pl, NOTE_INFO,
-                 "restarted: it ran on %s %s before, and %s free: on node%s %s again, with "
-                 "every CPU it may use there",
-                 cpus_word(prev->cpus), list, one ? "it is" : "they are",
-                 hwloc_bitmap_weight(prev->nodes) == 1 ? "" : "s", nodes);
-        else
-            note(c->pl, NOTE_INFO, "restarted: it ran on %s %s before, and %s free",
-                 cpus_word(prev->cpus), list, one ? "it is" : "they are");
-        free(nodes);
+        /* a pool or a whole node takes what it may use now, not what it had kept */
+        enum cpus_mode m = c->p->placement.cpus;
+        note(c->pl, NOTE_INFO, "restarted: it ran on %s %s before, and %s free%s",
+             cpus_word(prev->cpus), list, one ? "it is" : "they are",
+             m == CPUS_ALL    ? "; with cpus = all it takes every CPU it may use again"
+             : m == CPUS_NODE ? "; with cpus = node it takes the whole of the nodes it gets, its "
+                                "own first"
+                              : "");
     } else {
         note(c->pl, NOTE_INFO,
              "restarted: it ran on %s %s before, but %s taken or gone now; placing it afresh",
@@ -1151,19 +1146,27 @@ static unsigned *holders(const struct ctx *c)
 }
 
 /*
+ * Each level costs two passes over the cores: a thousand services holding
+ * CPUs as many ways would cost a launch most of a second, under the
+ * registry's lock.
+ */
+#define LEAST_HELD_LEVELS 8
+
+/*
  * take_cores() from what the fewest running services hold (held[], by PU;
  * NULL: none) first: level by level, the cores none of whose PUs is held
  * more often, then the PUs, then any of pool. Services that share CPUs (a
  * count each, none exclusive) spread over a node, a CPU each in turn,
- * instead of piling onto its first cores.
+ * instead of piling onto its first cores. The lowest LEAST_HELD_LEVELS
+ * levels are told apart, the rest taken together.
  */
 static unsigned take_least_held(const struct topo *t, hwloc_const_bitmap_t pool,
                                 hwloc_const_bitmap_t whole, const unsigned *held, unsigned n,
                                 hwloc_bitmap_t out)
 {
-    unsigned got = 0;
+    unsigned got = 0, levels = 0;
     hwloc_bitmap_t pus = hwloc_bitmap_alloc(), cores = hwloc_bitmap_alloc();
-    for (unsigned level = 0; held && got < n;) {
+    for (unsigned level = 0; held && got < n && levels++ < LEAST_HELD_LEVELS;) {
         unsigned next = UINT_MAX; /* the next level a PU of pool is held at */
         int pu;
         hwloc_bitmap_zero(pus);
@@ -1307,7 +1310,7 @@ static void choose_cpus(struct ctx *c)
         want = have;
     }
 
-    bool by_kind = false;
+    bool by_kind = false, fewest = false; /* the least held were taken (take_least_held()) */
     if (want == have) {
         hwloc_bitmap_copy(pl->cpus, pool);
     } else if (c->prev && hwloc_bitmap_isincluded(c->prev->cpus, pool) &&
@@ -1326,11 +1329,10 @@ static void choose_cpus(struct ctx *c)
         int short_by = (int)want - hwloc_bitmap_weight(pl->cpus);
         if (short_by > 0) /* rounding left some out */
             by_kind |= take_compact(t, pool, whole, held, (unsigned)short_by, pl->cpus);
+        fewest = held != NULL && hwloc_bitmap_intersects(pool, c->claimed);
         free(held);
     }
     char *list = bitmap_list(pl->cpus), *kinds = kinds_word(t, pl->cpus);
-    /* a count out of CPUs that running services hold some of: the least held were taken */
-    bool fewest = want < have && hwloc_bitmap_intersects(pool, c->claimed);
     note(pl, NOTE_INFO, "cpus %s (%d)%s%s%s%s", list, hwloc_bitmap_weight(pl->cpus),
          fewest ? ", of those the fewest running services hold" : "",
          p->placement.smt ? "" : ": one PU per core (smt = no)",
@@ -1807,8 +1809,9 @@ static char *swap_fix(const struct profile *p, const struct cgroup *cg)
         if (cg->unit[0] && !scope)
             return xasprintf("fix: ProtectControlGroups=no and Delegate=yes in %s, which let "
                              "tunerun make the service's own cgroup (systemd has no per-unit "
-                             "swappiness)",
-                             cg->unit);
+                             "swappiness)%s",
+                             cg->unit,
+                             cg->container ? ", and a cgroupfs the container may write" : "");
         if (cg->v2 && p->memory.swap_max == 0)
             return xasprintf("fix: docker run --memory-swap equal to --memory (no swap)");
         if (cg->v2 && p->memory.swap_max == UINT64_MAX)

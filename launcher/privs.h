@@ -82,7 +82,9 @@ int privs_drop(const struct privs *pv, const char *command, int *exec_error, cha
  * then exits, with PATH as `path` (NULL: unset), as the command will be
  * searched for: the same return, *exec_error and err, and this process
  * unchanged. A launch asks before it claims or changes anything, so that a
- * drop bound to fail takes nothing from running services.
+ * drop bound to fail takes nothing from running services. 0 too where no
+ * child can say (no fork, or none answers within two seconds): the drop
+ * before the exec checks everything again.
  */
 int privs_try(const struct privs *pv, const char *command, const char *path, int *exec_error,
               char *err, size_t n);

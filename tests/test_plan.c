@@ -1494,17 +1494,29 @@ static void test_no_node_placement(void **state)
 static void test_pool_restart_note(void **state)
 {
     (void)state;
-    struct topo t = load_topo("synthetic:pack:1 numa:1 core:2 pu:1");
+    struct topo t = load_topo("synthetic:pack:2 numa:1 core:2 pu:1");
     struct profile nginx = load_profile("nginx", NULL);
     struct claim prev = live("nginx", "1", "0", false, NULL);
     struct plan_input in = {.profile = &nginx, .topo = &t, .registry = true, .previous = &prev};
     struct plan pl;
     struct err e;
     assert_true(plan_build(&pl, &in, &e));
-    assert_cpus(&pl, "0-1", "a restarted pool");
-    assert_true(has_note(&pl, "restarted: it ran on CPU 1 before, and it is free: on node 0 "
-                              "again, with every CPU it may use there"));
+    assert_cpus(&pl, "0-3", "a restarted pool");
+    assert_true(has_note(&pl, "restarted: it ran on CPU 1 before, and it is free; with cpus = "
+                              "all it takes every CPU it may use again"));
     plan_free(&pl);
+    /* a whole node: its own node first, whole */
+    const char *const node1[] = {"placement.nodes=1", NULL};
+    struct profile redis = load_profile("redis", node1);
+    struct claim back = live("redis", "3", "1", false, NULL);
+    in = (struct plan_input){.profile = &redis, .topo = &t, .registry = true, .previous = &back};
+    assert_true(plan_build(&pl, &in, &e));
+    assert_cpus(&pl, "2-3", "a restarted node");
+    assert_true(has_note(&pl, "restarted: it ran on CPU 3 before, and it is free; with cpus = "
+                              "node it takes the whole of the nodes it gets, its own first"));
+    plan_free(&pl);
+    claim_free(&back);
+    profile_free(&redis);
     claim_free(&prev);
     profile_free(&nginx);
     topo_free(&t);
@@ -1787,10 +1799,6 @@ static void assert_nodes_said(const struct plan *pl, const char *nodes, const ch
 }
 
 /*
- * `near`: the node its disk hangs off, else the nearest, after keeping apart, the restart
- * rule, memory of its own and room to spare; and notes that say which of them decided.
- */
-/*
  * Services that share CPUs, a count each, spread over a node: the CPUs the
  * fewest running services hold first, whole cores before halves, and core
  * order among equals; where every CPU is held as often, core order again.
@@ -1854,6 +1862,10 @@ static void test_counts_spread_over_held_cpus(void **state)
     profile_free(&redis);
 }
 
+/*
+ * `near`: the node its disk hangs off, else the nearest, after keeping apart, the restart
+ * rule, memory of its own and room to spare; and notes that say which of them decided.
+ */
 static void test_near_its_disk(void **state)
 {
     (void)state;
