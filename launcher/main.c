@@ -808,18 +808,25 @@ static size_t exec_room(rlim_t stack, size_t pointers)
  * Why execvp() failed with E2BIG, where the stack limit the plan set is the
  * reason: the strings the kernel copies (the file's name, the environment,
  * the arguments, under a first pointer's slot) pass the room that limit
- * leaves them, and not the room tunerun's own had (`before`). A string
- * over 128 KiB (MAX_ARG_STRLEN) is too long under any limit. Writes
- * nothing else.
+ * leaves them, and not the room tunerun's own had (`saved`, as
+ * apply_rlimits_final() kept it). A string over 128 KiB (MAX_ARG_STRLEN)
+ * is too long under any limit. Writes nothing else.
  */
-static void e2big_reason(char *const *argv, rlim_t before, char *buf, size_t n)
+static void e2big_reason(char *const *argv, const struct plan *pl, const struct rlimit *saved,
+                         char *buf, size_t n)
 {
+    size_t step = 0;
+    while (step < pl->nsteps && !(pl->steps[step].type == STEP_RLIMIT &&
+                                  pl->steps[step].u.rlimit.resource == RLIMIT_STACK))
+        step++;
     struct rlimit now;
-    char *file;
-    if (command_error(argv[0], getenv("PATH"), &file) != 0 || getrlimit(RLIMIT_STACK, &now) != 0) {
+    char *file = NULL;
+    if (step == pl->nsteps || command_error(argv[0], getenv("PATH"), &file) != 0 ||
+        getrlimit(RLIMIT_STACK, &now) != 0) {
         free(file);
-        return;
+        return; /* the plan set no stack limit: not the plan's doing */
     }
+    rlim_t before = saved[step].rlim_cur;
     size_t need = strlen(file) + 1 + sizeof(char *), pointers = 0, longest = 0;
     free(file);
     for (int pass = 0; pass < 2; pass++)
@@ -956,9 +963,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     log_info("executing %s", shown);
     fflush(NULL);
     /* the last thing before the exec: the limits may be too low for tunerun's own writes */
-    struct rlimit *saved = xcalloc(pl.nsteps ? pl.nsteps : 1, sizeof(*saved)), stack;
-    if (getrlimit(RLIMIT_STACK, &stack) != 0)
-        stack.rlim_cur = RLIM_INFINITY;
+    struct rlimit *saved = xcalloc(pl.nsteps ? pl.nsteps : 1, sizeof(*saved));
     if ((error = apply_rlimits_final(&pl, saved)) != 0) {
         not_root = regain(pv, root_why, sizeof(root_why)); /* raising a hard limit again needs it */
         apply_rlimits_undo(&pl, saved);
@@ -976,7 +981,7 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         sigaction(SIGPIPE, &pipe_ignored, NULL);
     char reason[384] = "";
     if (error == E2BIG) /* under the plan's stack limit, before it is undone */
-        e2big_reason(o->command, stack.rlim_cur, reason, sizeof(reason));
+        e2big_reason(o->command, &pl, saved, reason, sizeof(reason));
     not_root = regain(pv, root_why, sizeof(root_why));
     apply_rlimits_undo(&pl, saved);
     free(saved);
