@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ctype.h>
 #include <numaif.h>
 #include <sched.h>
 #include <signal.h>

@@ -1127,8 +1127,10 @@ static unsigned take_cores(const struct topo *t, hwloc_const_bitmap_t pool,
 static unsigned *holders(const struct ctx *c)
 {
     int last = hwloc_bitmap_last(c->t->cpus);
-    for (size_t i = 0; i < c->t->ncores; i++)
-        last = hwloc_bitmap_last(c->t->cores[i]) > last ? hwloc_bitmap_last(c->t->cores[i]) : last;
+    for (size_t i = 0; i < c->t->ncores; i++) {
+        int core_last = hwloc_bitmap_last(c->t->cores[i]);
+        last = core_last > last ? core_last : last;
+    }
     if (last < 0 || !hwloc_bitmap_intersects(c->claimed, c->t->cpus))
         return NULL;
     unsigned *held = xcalloc((size_t)last + 1, sizeof(*held));
