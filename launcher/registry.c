@@ -929,6 +929,28 @@ static int create_claim_file(struct registry *r, const char *name, const char *l
     return ro;
 }
 
+/*
+ * Take back the line that flush_table() just ended the table with, when
+ * the table cannot be written again without it: a full disk refuses the
+ * new file a rewrite needs, but never a shorter file. Appended or written
+ * whole, the line is the table's last bytes; anything else there is left
+ * as it is.
+ */
+static void cut_line(struct registry *r, const char *line)
+{
+    size_t len = strlen(line);
+    int fd = openat(r->sd->fd, TABLE_NAME, O_RDWR | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    char *tail = xcalloc(1, len + 1);
+    if (fd >= 0 && state_distrust(fd) == NULL && fstat(fd, &st) == 0 &&
+        (size_t)st.st_size >= len && pread(fd, tail, len, st.st_size - (off_t)len) == (ssize_t)len &&
+        memcmp(tail, line, len) == 0)
+        (void)!ftruncate(fd, st.st_size - (off_t)len);
+    free(tail);
+    if (fd >= 0)
+        close(fd);
+}
+
 int registry_claim(struct registry *r, const struct claim *c, char *name, size_t n, struct err *e)
 {
     snprintf(name, n, CLAIM_PREFIX "%s.%016llx", c->profile, state_random());
@@ -940,11 +962,14 @@ int registry_claim(struct registry *r, const struct claim *c, char *name, size_t
      */
     bool ok = flush_table(r, line, e);
     int fd = ok ? create_claim_file(r, name, line, e) : -1;
-    free(line);
+    r->told = fd < 0; /* the caller says why; registry_release() must not say it again */
     if (ok && fd < 0) {
         struct err ignored;
-        write_table(r, NULL, &ignored);
-    } else if (fd >= 0) {
+        if (!write_table(r, NULL, &ignored))
+            cut_line(r, line);
+    }
+    free(line);
+    if (fd >= 0) {
         /* one of the live claims now, for a rewrite before the lock goes */
         claims_grow(r);
         claim_copy(&r->claims[r->nclaims], c);
@@ -1048,7 +1073,7 @@ void registry_release(struct registry *r)
 {
     if (r->lock_fd >= 0 && !r->readonly && (r->pending || r->rewrite)) {
         struct err e;
-        if (!flush_table(r, NULL, &e))
+        if (!flush_table(r, NULL, &e) && !r->told)
             log_warn("registry: %s", e.msg);
     }
     if (r->lock_fd >= 0)

@@ -64,6 +64,7 @@ struct registry {
     char *pending; /* lines to add to the table (placements of claims pruned now) */
     bool checked;  /* every claim has been probed (REGISTRY_READ) */
     bool rewrite;  /* the table must be written whole */
+    bool told;     /* a failed table write was returned to the caller, which said so */
     /* this process's own witness, read once: what its claim records */
     bool witness;
     unsigned long long pidns, start;
