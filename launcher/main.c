@@ -673,6 +673,34 @@ static int claim(const struct profile *p, const struct plan *pl, const char *key
     return fd;
 }
 
+/*
+ * A warning to a stderr whose reader has gone must not end a launch with
+ * SIGPIPE (141, the service never run), even one written while the
+ * options are read or the topology loaded: SIGPIPE is ignored from the
+ * first thing main() does, and the exec gives the command the caller's
+ * disposition back (an ignored signal stays ignored across exec). The
+ * verbs that print to stdout get it back at once, so that `tunerun plan |
+ * head -1` ends quietly, as any filter does.
+ */
+static struct sigaction caller_pipe;
+static bool pipe_saved;
+
+static void sigpipe_ignore(void)
+{
+    struct sigaction ignored = {.sa_handler = SIG_IGN};
+    sigemptyset(&ignored.sa_mask);
+    if (pipe_saved)
+        sigaction(SIGPIPE, &ignored, NULL);
+    else
+        pipe_saved = sigaction(SIGPIPE, &ignored, &caller_pipe) == 0;
+}
+
+static void sigpipe_restore(void)
+{
+    if (pipe_saved)
+        sigaction(SIGPIPE, &caller_pipe, NULL);
+}
+
 /* Which of fds 0-2 the caller had closed: held on /dev/null until the exec. */
 static unsigned closed_std;
 
@@ -861,14 +889,6 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
     const char *cmd = o->command[0];
     char named[ESCAPED_SIZE(160)]; /* cmd as messages show it: one line */
     const char *shown = str_escaped(named, sizeof(named), cmd, 160);
-    /*
-     * A warning to a stderr whose reader has gone must not end a launch
-     * with SIGPIPE (141, the service never run): ignored until the exec,
-     * which gets the caller's disposition back.
-     */
-    struct sigaction pipe_ignored = {.sa_handler = SIG_IGN}, caller_pipe;
-    sigemptyset(&pipe_ignored.sa_mask);
-    bool pipe_saved = sigaction(SIGPIPE, &pipe_ignored, &caller_pipe) == 0;
     launch_key(p, o->command, key, sizeof(key));
     /*
      * The command is looked for before anything is claimed or changed, in
@@ -973,12 +993,10 @@ static int run(const struct options *o, struct profile *p, struct topo *t,
         goto abandoned;
     }
     release_std_fds();
-    if (pipe_saved)
-        sigaction(SIGPIPE, &caller_pipe, NULL);
+    sigpipe_restore();
     execvp(cmd, o->command);
     error = errno;
-    if (pipe_saved)
-        sigaction(SIGPIPE, &pipe_ignored, NULL);
+    sigpipe_ignore();
     char reason[384] = "";
     if (error == E2BIG) /* under the plan's stack limit, before it is undone */
         e2big_reason(o->command, &pl, saved, reason, sizeof(reason));
@@ -1169,6 +1187,7 @@ static int stdout_status(int status)
 int main(int argc, char **argv)
 {
     struct options o = {0};
+    sigpipe_ignore();
     if (!hold_std_fds()) {
         log_init(LOG_NORMAL);
         log_error("fds 0-2 must be open, or /dev/null there to hold them: %s", strerror(errno));
@@ -1180,6 +1199,8 @@ int main(int argc, char **argv)
         free(o.sets);
         return stdout_status(status);
     }
+    if (o.verb != VERB_RUN)
+        sigpipe_restore();
     log_set_level(o.level);
 
     bool exe_unknown;
