@@ -597,14 +597,16 @@ static char *file_id(const char *path)
 }
 
 /*
- * The key a cache must have been written under, and in *max the machine's
- * highest possible CPU, which bounds what the cache may name; NULL, with
+ * The key a cache must have been written under, in *max the machine's
+ * highest possible CPU, which bounds what the cache may name, and in
+ * `online` the online CPUs the key names (left empty when the kernel does
+ * not say), which the cache's own online line must match; NULL, with
  * why, when there is no boot id, or no cpu/possible: without sysfs hwloc's
  * discovery is a guess that must not replace what a launch with it found.
  * hwloc's API version is the same for many releases, so the library file
  * itself, and tunerun's binary (its filters and flags), are in it.
  */
-static char *cache_key(int *max, const char **why)
+static char *cache_key(int *max, hwloc_bitmap_t online, const char **why)
 {
     *max = CPUS_UNKNOWN_MAX;
     char possible[8192];
@@ -635,10 +637,12 @@ static char *cache_key(int *max, const char **why)
         if (i == 1 || i == 2) {
             hwloc_bitmap_t set = hwloc_bitmap_alloc();
             if (bitmap_parse(set, v) && hwloc_bitmap_last(set) >= 0) {
-                if (i == 1)
+                if (i == 1) {
                     *max = hwloc_bitmap_last(set);
-                else
+                } else {
                     first = hwloc_bitmap_first(set);
+                    hwloc_bitmap_copy(online, set);
+                }
             }
             hwloc_bitmap_free(set);
         }
@@ -791,9 +795,13 @@ static size_t words(const char *s)
  * cache_format()'s text back (modified in place), its CPUs within 0..max;
  * false with why (a line that is wrong, or one missing) otherwise. What it
  * says must hold together: every set within the complete one, node os
- * indexes unique, cores disjoint.
+ * indexes unique, cores disjoint, and its online CPUs those of the key it
+ * was found under (`online`; NULL or empty: not known). A body that
+ * contradicts its own key was not written by the tunerun that wrote the
+ * key, and is discovered again.
  */
-static bool cache_parse(char *text, int max, struct machine *m, char *why, size_t why_n)
+static bool cache_parse(char *text, int max, hwloc_const_bitmap_t online, struct machine *m,
+                        char *why, size_t why_n)
 {
     memset(m, 0, sizeof(*m));
     hwloc_bitmap_t seen = hwloc_bitmap_alloc(), in_cores = hwloc_bitmap_alloc();
@@ -884,6 +892,8 @@ static bool cache_parse(char *text, int max, struct machine *m, char *why, size_
         snprintf(why, why_n, "it ends before its complete, online and node lines");
     else if (hwloc_bitmap_iszero(m->online))
         snprintf(why, why_n, "it has no CPU online; a machine that runs this has one");
+    else if (online && !hwloc_bitmap_iszero(online) && !hwloc_bitmap_isequal(m->online, online))
+        snprintf(why, why_n, "its online CPUs are not the ones its key names");
     else if (m->ncores == 0)
         snprintf(why, why_n, "it has no core line; a machine without cores is never cached");
     else if (m->nkinds == 1)
@@ -1182,22 +1192,24 @@ static bool load_host(struct topo *t, const struct state_dir *sd, struct machine
     char *key = NULL, var[64], why[128];
     const char *nokey;
     int max;
+    hwloc_bitmap_t online = hwloc_bitmap_alloc();
     if (sd == NULL || sd->fd < 0)
         cache_note(t, "no state directory, so no topology cache");
     else if (foreign_hwloc_variable(var, sizeof(var)))
         /* HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES and others change what hwloc finds. */
         cache_note(t, "%s is set, so the topology cache is not used", var);
-    else if ((key = cache_key(&max, &nokey)) == NULL)
+    else if ((key = cache_key(&max, online, &nokey)) == NULL)
         cache_note(t, "%s", nokey);
 
     char *cached = key ? cache_read(t, sd, key) : NULL;
     if (cached) {
-        bool ok = cache_parse(cached, max, m, why, sizeof(why));
+        bool ok = cache_parse(cached, max, online, m, why, sizeof(why));
         free(cached);
         if (ok) {
             t->cache = TOPO_CACHE_HIT;
             cache_note(t, "topology from the cache %s/%s", sd->path, CACHE_NAME);
             free(key);
+            hwloc_bitmap_free(online);
             return true;
         }
         cache_note(t, "%s/%s: %s", sd->path, CACHE_NAME, why);
@@ -1214,6 +1226,7 @@ static bool load_host(struct topo *t, const struct state_dir *sd, struct machine
             cache_write(t, sd, key, m);
     }
     free(key);
+    hwloc_bitmap_free(online);
     return found != NULL;
 }
 /* Ordinary memory wins a tie for CPU home over the special kinds. */
@@ -1631,7 +1644,7 @@ bool topo_parse_cache(struct topo *t, const char *text, struct err *e)
     memset(t, 0, sizeof(*t));
     struct machine m;
     char *copy = xstrdup(text), why[128];
-    bool ok = cache_parse(copy, CPUS_UNKNOWN_MAX, &m, why, sizeof(why));
+    bool ok = cache_parse(copy, CPUS_UNKNOWN_MAX, NULL, &m, why, sizeof(why));
     free(copy);
     if (!ok) {
         err_set(e, "%s", why);
