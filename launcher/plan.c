@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
 
 #define MIB (1024ULL * 1024ULL)
 #define GIB (1024ULL * MIB)
@@ -2291,6 +2292,58 @@ static void add_env_steps(struct ctx *c, char *const *environ)
     free(java_from_profile);
 }
 
+/*
+ * The capabilities that make whoever holds them as good as root, each with
+ * the way it gets there: kept by a user other than root, they undo what
+ * [security] user is for. The list follows capabilities(7) and the
+ * well-known escalations of each.
+ */
+static const struct {
+    int cap;
+    const char *name, *how;
+} root_caps[] = {
+    {CAP_CHOWN, "cap_chown", "takes /etc/shadow for its own"},
+    {CAP_DAC_OVERRIDE, "cap_dac_override", "writes any file, /etc/shadow and units included"},
+    {CAP_DAC_READ_SEARCH, "cap_dac_read_search", "reads any file, root's keys included"},
+    {CAP_FOWNER, "cap_fowner", "changes the mode of any file"},
+    {CAP_SETGID, "cap_setgid", "joins the disk group, whose devices hold every file"},
+    {CAP_SETUID, "cap_setuid", "becomes uid 0"},
+    {CAP_SETFCAP, "cap_setfcap", "gives a program of its own every capability"},
+    {CAP_SYS_MODULE, "cap_sys_module", "loads kernel code"},
+    {CAP_SYS_RAWIO, "cap_sys_rawio", "writes the disks and memory raw"},
+    {CAP_SYS_PTRACE, "cap_sys_ptrace", "runs its code in root's processes"},
+    {CAP_SYS_ADMIN, "cap_sys_admin", "mounts over any file"},
+    {CAP_SYS_BOOT, "cap_sys_boot", "boots a kernel of its own (kexec)"},
+    {CAP_MKNOD, "cap_mknod", "makes a device node of the root disk"},
+};
+
+/*
+ * A user other than root who keeps a capability that is as good as root
+ * is root in all but name: a warning, as the drop the profile asks for
+ * then contains nothing. uid 0 that keeps fewer capabilities has a note
+ * of its own.
+ */
+static void note_root_caps(struct plan *pl, const struct privs *pv)
+{
+    if (pv == NULL || !pv->caps || !pv->change_id || pv->uid == 0)
+        return;
+    char *which = NULL;
+    for (size_t i = 0; i < sizeof(root_caps) / sizeof(root_caps[0]); i++) {
+        if (!(pv->keep & (UINT64_C(1) << root_caps[i].cap)))
+            continue;
+        char *more = xasprintf("%s%s%s (%s)", which ? which : "", which ? ", " : "",
+                               root_caps[i].name, root_caps[i].how);
+        free(which);
+        which = more;
+    }
+    if (which)
+        note(pl, NOTE_WARN,
+             "security: %s keeps what makes %s as good as root: %s; keep only what the service "
+             "needs (such as cap_net_bind_service), or run it as root on purpose",
+             pv->caps_at, pv->user ? pv->user : "the service's user", which);
+    free(which);
+}
+
 bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
 {
     const struct topo *t = in->topo;
@@ -2306,6 +2359,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
         note(pl, NOTE_INFO,
              "security: the service keeps uid 0: with fewer capabilities it still owns root's "
              "files (/etc, units, cron); [security] user contains it");
+    note_root_caps(pl, in->privs);
     if (t->guess)
         note(pl, NOTE_WARN, "topology: %s; CPUs and memory are placed on that guess (fix: %s)",
              t->guess->why, t->guess->fix);

@@ -11,8 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
 
 #include "plan.h"
+
+#include <sys/capability.h>
 #include "util.h"
 #include "topologies.h"
 
@@ -1167,6 +1170,63 @@ static void test_reasons_fit_any_profile(void **state)
     topo_free(&t);
 }
 
+/* A user who keeps a capability as good as root is warned of; one who keeps a harmless one is not. */
+static void test_root_equivalent_caps(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("synthetic:pack:1 numa:1 core:2 pu:1");
+    struct profile redis = load_profile("redis", NULL);
+    struct privs pv = {.change_id = true,
+                       .uid = 33,
+                       .user = "www-data (uid 33)",
+                       .caps = true,
+                       .keep = UINT64_C(1) << CAP_NET_BIND_SERVICE,
+                       .caps_at = "test.ini:3: [security] keep_caps"};
+    struct plan_input in = {.profile = &redis, .topo = &t, .privs = &pv};
+    struct err e;
+    struct plan pl;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_false(has_note(&pl, "as good as root"));
+    assert_false(pl.degraded);
+    plan_free(&pl);
+
+    pv.keep |= (UINT64_C(1) << CAP_DAC_OVERRIDE) | (UINT64_C(1) << CAP_SYS_ADMIN);
+    assert_true(plan_build(&pl, &in, &e));
+    assert_string_equal(note_with(&pl, NOTE_WARN, "as good as root"),
+                        "security: test.ini:3: [security] keep_caps keeps what makes www-data "
+                        "(uid 33) as good as root: cap_dac_override (writes any file, /etc/shadow "
+                        "and units included), cap_sys_admin (mounts over any file); keep only what "
+                        "the service needs (such as cap_net_bind_service), or run it as root on "
+                        "purpose");
+    assert_true(pl.degraded); /* --strict refuses it */
+    plan_free(&pl);
+
+    /* each of them alone */
+    const int each[] = {CAP_CHOWN,      CAP_DAC_READ_SEARCH, CAP_FOWNER,    CAP_SETGID,
+                        CAP_SETUID,     CAP_SETFCAP,         CAP_SYS_MODULE, CAP_SYS_RAWIO,
+                        CAP_SYS_PTRACE, CAP_SYS_BOOT,        CAP_MKNOD};
+    for (size_t i = 0; i < sizeof(each) / sizeof(each[0]); i++) {
+        pv.keep = UINT64_C(1) << each[i];
+        assert_true(plan_build(&pl, &in, &e));
+        assert_non_null(note_with(&pl, NOTE_WARN, "as good as root"));
+        plan_free(&pl);
+    }
+
+    /* root keeps its own note, not this warning; and no user change, no warning */
+    pv.uid = 0;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_false(has_note(&pl, "as good as root"));
+    assert_true(has_note(&pl, "keeps uid 0"));
+    plan_free(&pl);
+    pv.uid = 33;
+    pv.change_id = false;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_false(has_note(&pl, "as good as root"));
+    plan_free(&pl);
+    profile_free(&redis);
+    topo_free(&t);
+}
+
 static void test_swap_policy(void **state)
 {
     (void)state;
@@ -2051,6 +2111,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_profile_on_every_machine),
+        cmocka_unit_test(test_root_equivalent_caps),
         cmocka_unit_test(test_synthetic_shapes_up_to_thousands_of_pus),
         cmocka_unit_test(test_mysql_on_two_socket_xeon),
         cmocka_unit_test(test_inherited_affinity_is_never_widened),
