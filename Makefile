@@ -47,7 +47,7 @@ export TUNERUN_HARDENED := $(if $(strip $(HARDEN)),$(if $(findstring \
 LIB_SRC  = launcher/util.c launcher/parse.c launcher/log.c launcher/profile.c launcher/topo.c \
            launcher/plan.c launcher/apply.c launcher/report.c launcher/state.c \
            launcher/registry.c launcher/procs.c launcher/ps.c launcher/cgroup.c launcher/systemd.c \
-           launcher/doctor.c launcher/privs.c launcher/yield.c launcher/disk.c
+           launcher/doctor.c launcher/privs.c launcher/yield.c launcher/disk.c launcher/launch.c
 LIB_OBJ  = $(LIB_SRC:.c=.o)
 HDRS     = $(filter-out launcher/config.h,$(wildcard launcher/*.h))
 
