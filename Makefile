@@ -111,7 +111,8 @@ demo: demo-deps
 
 # The README's second command: everything, as CI runs it.
 test: test-deps
-	@$(MAKE) --no-print-directory all tests/probe tests/claimer $(TEST_TOOLS) $(UNIT_TESTS)
+	@$(MAKE) --no-print-directory all tests/probe tests/claimer $(TEST_TOOLS) $(UNIT_TESTS) \
+		tests/bench/exec-libs
 	@tests/run-all $(UNIT_TESTS)
 	@$(MAKE) --no-print-directory sanitize
 	@$(MAKE) --no-print-directory fuzz
@@ -156,7 +157,7 @@ fuzz: test-deps
 unit: all $(UNIT_TESTS)
 	@for t in $(UNIT_TESTS); do $$t || exit 1; done
 
-host-test: all tests/probe tests/claimer tests/refuse tests/thp
+host-test: all tests/probe tests/claimer tests/refuse tests/thp tests/bench/exec-libs
 	@tests/host/run
 
 test-vm: test-deps all tests/probe tests/nsrun tests/thp
