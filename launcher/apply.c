@@ -9,7 +9,6 @@
  */
 #include "apply.h"
 #include "procs.h"
-#include "report.h"
 #include "util.h"
 
 #include <errno.h>
@@ -401,7 +400,7 @@ static void apply_cgroup(const struct plan_step *s, struct step_result *r)
                      s->u.cgroup.set_swap_max, s->u.cgroup.swap_max, where, sizeof(where), why,
                      sizeof(why), &error)) {
         char value[64];
-        report_step_value(s, value, sizeof(value));
+        plan_step_value(s, value, sizeof(value));
         set(r, STEP_OK, 0, "%s in %s", value, where);
     } else {
         set(r, STEP_FAILED, error, "%s", why);

@@ -583,9 +583,9 @@ int launch_plan(const struct launch_options *o, struct profile *p, struct topo *
     if (!built)
         return EXIT_TUNERUN;
     if (o->json)
-        report_plan_json(stdout, p, t, &pl, NULL);
+        report_plan_json(stdout, p, t, &pl);
     else
-        report_plan_text(stdout, p, t, &pl, NULL);
+        report_plan_text(stdout, p, t, &pl);
     int status = o->strict && pl.degraded ? EXIT_TUNERUN : 0;
     plan_free(&pl);
     return status;

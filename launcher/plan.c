@@ -101,6 +101,47 @@ void plan_step_name(const struct plan_step *s, char *buf, size_t n)
     }
 }
 
+void plan_step_value(const struct plan_step *s, char *buf, size_t n)
+{
+    char a[24], b[24], *list = NULL;
+    switch (s->type) {
+    case STEP_RLIMIT:
+        rlim_str(a, sizeof(a), s->u.rlimit.soft);
+        rlim_str(b, sizeof(b), s->u.rlimit.hard);
+        snprintf(buf, n, "%s:%s", a, b);
+        break;
+    case STEP_OOM_SCORE_ADJ:
+        snprintf(buf, n, "%d", s->u.oom_score_adj);
+        break;
+    case STEP_MEMPOLICY:
+        list = bitmap_list(s->u.mempolicy.nodes);
+        if (s->u.mempolicy.mode == PLAN_MPOL_LOCAL)
+            snprintf(buf, n, "local");
+        else
+            snprintf(buf, n, "%s %s", plan_mpol_name(s->u.mempolicy.mode), list ? list : "");
+        break;
+    case STEP_AFFINITY:
+        list = bitmap_list(s->u.cpus);
+        snprintf(buf, n, "cpus %s", list ? list : "");
+        break;
+    case STEP_THP:
+        snprintf(buf, n, "%s", thp_mode_name(s->u.thp));
+        break;
+    case STEP_CGROUP:
+        if (s->u.cgroup.swappiness >= 0)
+            snprintf(buf, n, "memory.swappiness=%d", s->u.cgroup.swappiness);
+        else if (s->u.cgroup.swap_max == UINT64_MAX)
+            snprintf(buf, n, "memory.swap.max=max");
+        else
+            snprintf(buf, n, "memory.swap.max=%llu", (unsigned long long)s->u.cgroup.swap_max);
+        break;
+    case STEP_SETENV:
+        snprintf(buf, n, "%s", s->u.env.value);
+        break;
+    }
+    free(list);
+}
+
 static const char *getenv_in(char *const *env, const char *name)
 {
     size_t len = strlen(name);

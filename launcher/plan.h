@@ -160,5 +160,7 @@ void plan_free(struct plan *pl);
 const char *plan_mpol_name(enum plan_mpol m);
 /* A step's short name: "rlimit nofile", "mempolicy", "env MALLOC_ARENA_MAX", ... */
 void plan_step_name(const struct plan_step *s, char *buf, size_t n);
+/* The step's planned value, as plan shows it in both formats: "65535:65535", "bind 0", ... */
+void plan_step_value(const struct plan_step *s, char *buf, size_t n);
 
 #endif

@@ -79,47 +79,6 @@ static const char *cache_name(enum topo_cache c)
     return names[c];
 }
 
-void report_step_value(const struct plan_step *s, char *buf, size_t n)
-{
-    char a[24], b[24], *list = NULL;
-    switch (s->type) {
-    case STEP_RLIMIT:
-        rlim_str(a, sizeof(a), s->u.rlimit.soft);
-        rlim_str(b, sizeof(b), s->u.rlimit.hard);
-        snprintf(buf, n, "%s:%s", a, b);
-        break;
-    case STEP_OOM_SCORE_ADJ:
-        snprintf(buf, n, "%d", s->u.oom_score_adj);
-        break;
-    case STEP_MEMPOLICY:
-        list = bitmap_list(s->u.mempolicy.nodes);
-        if (s->u.mempolicy.mode == PLAN_MPOL_LOCAL)
-            snprintf(buf, n, "local");
-        else
-            snprintf(buf, n, "%s %s", plan_mpol_name(s->u.mempolicy.mode), list ? list : "");
-        break;
-    case STEP_AFFINITY:
-        list = bitmap_list(s->u.cpus);
-        snprintf(buf, n, "cpus %s", list ? list : "");
-        break;
-    case STEP_THP:
-        snprintf(buf, n, "%s", thp_mode_name(s->u.thp));
-        break;
-    case STEP_CGROUP:
-        if (s->u.cgroup.swappiness >= 0)
-            snprintf(buf, n, "memory.swappiness=%d", s->u.cgroup.swappiness);
-        else if (s->u.cgroup.swap_max == UINT64_MAX)
-            snprintf(buf, n, "memory.swap.max=max");
-        else
-            snprintf(buf, n, "memory.swap.max=%llu", (unsigned long long)s->u.cgroup.swap_max);
-        break;
-    case STEP_SETENV:
-        snprintf(buf, n, "%s", s->u.env.value);
-        break;
-    }
-    free(list);
-}
-
 /* A path as a line of text shows it: what str_escaped() makes of it, whole. */
 static char *shown_path(const char *path)
 {
@@ -143,8 +102,7 @@ static void topo_summary(FILE *f, const struct topo *t)
     free(cpus);
 }
 
-void report_plan_text(FILE *f, const struct profile *p, const struct topo *t, const struct plan *pl,
-                      const struct step_result *results)
+void report_plan_text(FILE *f, const struct profile *p, const struct topo *t, const struct plan *pl)
 {
     char *cpus = bitmap_list(pl->cpus), *nodes = bitmap_list(pl->nodes),
          *mem = bitmap_list(pl->mem_nodes);
@@ -195,24 +153,19 @@ void report_plan_text(FILE *f, const struct profile *p, const struct topo *t, co
     for (size_t i = 0; i < pl->nnotes; i++)
         fprintf(f, "  %s %s\n", pl->notes[i].level == NOTE_WARN ? "!" : "-", pl->notes[i].text);
 
-    fprintf(f, "\nsteps%s\n", results ? " (applied)" : "");
+    fprintf(f, "\nsteps\n");
     for (size_t i = 0; i < pl->nsteps; i++) {
         char name[64], value[512];
         plan_step_name(&pl->steps[i], name, sizeof(name));
-        report_step_value(&pl->steps[i], value, sizeof(value));
-        if (results)
-            fprintf(f, "  %-8s %-22s %s\n", step_status_name(results[i].status), name,
-                    results[i].detail);
-        else
-            fprintf(f, "  %-22s %-24s %s\n", name, value, pl->steps[i].why);
+        plan_step_value(&pl->steps[i], value, sizeof(value));
+        fprintf(f, "  %-22s %-24s %s\n", name, value, pl->steps[i].why);
     }
     if (pl->degraded)
         fprintf(f, "\nThis plan does not fully honour the profile (see '!' above); "
                    "--strict would refuse it.\n");
 }
 
-void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, const struct plan *pl,
-                      const struct step_result *results)
+void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, const struct plan *pl)
 {
     fprintf(f, "{\n  \"profile\": ");
     json_string(f, p->name);
@@ -319,18 +272,13 @@ void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, co
     for (size_t i = 0; i < pl->nsteps; i++) {
         char name[64], value[512];
         plan_step_name(&pl->steps[i], name, sizeof(name));
-        report_step_value(&pl->steps[i], value, sizeof(value));
+        plan_step_value(&pl->steps[i], value, sizeof(value));
         fprintf(f, "%s\n    {\"step\": ", i ? "," : "");
         json_string(f, name);
         fprintf(f, ", \"value\": ");
         json_string(f, value);
         fprintf(f, ", \"why\": ");
         json_string(f, pl->steps[i].why);
-        if (results) {
-            fprintf(f, ", \"status\": \"%s\", \"errno\": %d, \"detail\": ",
-                    step_status_name(results[i].status), results[i].error);
-            json_string(f, results[i].detail);
-        }
         fputc('}', f);
     }
     fprintf(f, "\n  ]\n}\n");

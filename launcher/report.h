@@ -1,5 +1,5 @@
 /*
- * report.h - text and JSON renderings of topologies, plans and step results.
+ * report.h - text and JSON renderings of topologies and plans.
  *
  * Nothing here decides anything; it only shows. Text is for people and
  * lines up in columns; JSON is for scripts and tests, always valid.
@@ -9,22 +9,17 @@
 
 #include <stdio.h>
 
-#include "apply.h"
 #include "plan.h"
 #include "profile.h"
 #include "topo.h"
 
-/* results may be NULL: a plan not (yet) applied. */
-void report_plan_text(FILE *f, const struct profile *p, const struct topo *t, const struct plan *pl,
-                      const struct step_result *results);
-void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, const struct plan *pl,
-                      const struct step_result *results);
+/* A plan as `tunerun plan` shows it: what a launch from here would do, and why. */
+void report_plan_text(FILE *f, const struct profile *p, const struct topo *t, const struct plan *pl);
+void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, const struct plan *pl);
 
 void report_topo_text(FILE *f, const struct topo *t);
 void report_topo_json(FILE *f, const struct topo *t);
 
-/* The step's planned value, as shown in both formats: "65535:65535", "bind 0", ... */
-void report_step_value(const struct plan_step *s, char *buf, size_t n);
 
 /* A JSON string literal, escaped. */
 void json_string(FILE *f, const char *s);

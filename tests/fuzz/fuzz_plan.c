@@ -202,7 +202,7 @@ static void broken(const char *what, const struct plan *pl, const struct topo *t
                 t->nodes[i].has_memory ? "yes" : "no");
         free(cpus);
     }
-    report_plan_text(stderr, checked_profile, t, pl, NULL);
+    report_plan_text(stderr, checked_profile, t, pl);
     abort();
 }
 
@@ -329,8 +329,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (plan_build(&pl, &in, &e)) {
         checked_profile = &p;
         check(&pl, &t, claims, nclaims);
-        report_plan_json(sink, &p, &t, &pl, NULL);
-        report_plan_text(sink, &p, &t, &pl, NULL);
+        report_plan_json(sink, &p, &t, &pl);
+        report_plan_text(sink, &p, &t, &pl);
         plan_free(&pl);
     }
     for (size_t i = 0; i < nclaims; i++)
