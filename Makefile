@@ -44,10 +44,8 @@ ALL_LDFLAGS = $(HARDEN_LDFLAGS) $(LDFLAGS)
 export TUNERUN_HARDENED := $(if $(strip $(HARDEN)),$(if $(findstring \
     _FORTIFY_SOURCE,$(HARDEN) $(CPPFLAGS) $(CFLAGS)),fortified,yes))
 
-LIB_SRC  = launcher/util.c launcher/parse.c launcher/log.c launcher/profile.c launcher/topo.c \
-           launcher/plan.c launcher/apply.c launcher/report.c launcher/state.c \
-           launcher/registry.c launcher/procs.c launcher/ps.c launcher/cgroup.c launcher/systemd.c \
-           launcher/doctor.c launcher/privs.c launcher/yield.c launcher/disk.c launcher/launch.c
+# Every module but main.c, which the unit tests and fuzzers bring their own main() instead of.
+LIB_SRC  = $(filter-out launcher/main.c,$(sort $(wildcard launcher/*.c)))
 LIB_OBJ  = $(LIB_SRC:.c=.o)
 HDRS     = $(filter-out launcher/config.h,$(wildcard launcher/*.h))
 

@@ -1,0 +1,171 @@
+/*
+ * plan_cgroup.c - the swap policy's cgroup step.
+ *
+ * Swap policy is a cgroup's: v1 has memory.swappiness, v2 memory.swap.max.
+ * tunerun makes the service a child cgroup where the cgroup is its own to
+ * write; elsewhere the plan names the unit setting or docker flag that
+ * does it (swap_fix()).
+ */
+#include "planner.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void swap_size(char *buf, size_t n, uint64_t v)
+{
+    if (v == UINT64_MAX)
+        snprintf(buf, n, "max");
+    else
+        snprintf(buf, n, "%llu", (unsigned long long)v);
+}
+
+/*
+ * What does it where tunerun may not write the cgroup: the unit setting or
+ * the docker flag, for the knob this cgroup version has (v1: swappiness,
+ * v2: swap_max).
+ */
+static char *swap_fix(const struct profile *p, const struct cgroup *cg)
+{
+    char size[32];
+    swap_size(size, sizeof(size), p->memory.swap_max);
+    bool scope = strstr(cg->unit, ".scope") != NULL;
+    switch (cg->owner) {
+    case CG_OWN_UNIT:
+        if (cg->v2 && scope)
+            return xasprintf("fix: start it as a service with MemorySwapMax=%s (systemd-run "
+                             "-p MemorySwapMax=%s, or a unit); %s is a scope",
+                             size, size, cg->unit);
+        if (cg->v2)
+            return xasprintf("fix: MemorySwapMax=%s in %s (systemctl edit %s; `tunerun systemd "
+                             "%s` prints the drop-in)",
+                             size, cg->unit, cg->unit, p->name);
+        return xasprintf("fix: %s with Delegate=yes, which lets tunerun make the service's own "
+                         "cgroup (systemd has no per-unit swappiness)",
+                         scope ? "start it as a service" : cg->unit);
+    case CG_OWN_READONLY:
+        /*
+         * A service's ProtectControlGroups= (Debian's redis and mariadb
+         * units have it); a scope under a read-only cgroupfs is a
+         * container's (Docker's systemd cgroup driver makes one).
+         */
+        if (cg->unit[0] && !scope && cg->v2)
+            return xasprintf("fix: MemorySwapMax=%s in %s (systemctl edit %s; `tunerun systemd "
+                             "%s` prints the drop-in)",
+                             size, cg->unit, cg->unit, p->name);
+        if (cg->unit[0] && !scope)
+            return xasprintf("fix: ProtectControlGroups=no and Delegate=yes in %s, which let "
+                             "tunerun make the service's own cgroup (systemd has no per-unit "
+                             "swappiness)%s",
+                             cg->unit,
+                             cg->container ? ", and a cgroupfs the container may write" : "");
+        if (cg->v2 && p->memory.swap_max == 0)
+            return xasprintf("fix: docker run --memory-swap equal to --memory (no swap)");
+        if (cg->v2 && p->memory.swap_max == UINT64_MAX)
+            return xasprintf("fix: docker run --memory-swap=-1 (unlimited swap)");
+        if (cg->v2)
+            return xasprintf("fix: docker run --memory-swap set to --memory plus %s", size);
+        return xasprintf("fix: docker run --memory-swappiness=%d (cgroup v1 hosts only)",
+                         p->memory.swappiness);
+    case CG_OWN_DENIED:
+        return xasprintf("fix: run tunerun as root, or in a cgroup delegated to this user "
+                         "(systemd-run --user -p Delegate=yes)");
+    default:
+        if (cg->v2 && cg->dir)
+            return xasprintf("fix: echo +memory > the parent cgroup's cgroup.subtree_control");
+        return xasprintf("fix: run it where a memory cgroup is mounted");
+    }
+}
+
+/*
+ * Swap policy, in a child cgroup where tunerun may write one: cgroup v1's
+ * memory.swappiness, v2's memory.swap.max. Each version lacks the other's
+ * knob; that is said, never a warning, as no setting of this service can
+ * change it. What the cgroup already has needs nothing.
+ */
+void plan_add_swap_steps(struct ctx *c, const struct cgroup *cg)
+{
+    const struct profile *p = c->p;
+    bool sw = p->memory.swappiness >= 0, max = p->memory.swap_max_set;
+    if (!sw && !max)
+        return;
+    if (cg == NULL) {
+        plan_note_add(c->pl, NOTE_INFO,
+                      "swap: the cgroup of another machine is not known; not planned");
+        return;
+    }
+    bool sw_here = sw && !cg->v2 && cg->mode != CG_NONE, max_here = max && cg->v2;
+    if (sw && cg->v2) {
+        if (max)
+            plan_note_add(c->pl, NOTE_INFO,
+                          "swap: cgroup v2 has no per-cgroup swappiness; swap_max "
+                          "stands for it");
+        else
+            plan_note_add(c->pl, NOTE_INFO,
+                          "swap: cgroup v2 has no per-cgroup swappiness; %d is the host's to set "
+                          "(sysctl -w vm.swappiness=%d)",
+                          p->memory.swappiness, p->memory.swappiness);
+    }
+    if (max && !cg->v2 && cg->mode != CG_NONE) {
+        if (sw)
+            plan_note_add(
+                c->pl, NOTE_INFO,
+                "swap: cgroup v1 has no memory.swap.max; swappiness %d stands for it (it still "
+                "swaps under the host's memory pressure)",
+                p->memory.swappiness);
+        else
+            plan_note_add(c->pl, NOTE_INFO,
+                          "swap: cgroup v1 has no memory.swap.max; boot with cgroup v2 "
+                          "for it");
+    }
+    if (cg->mode == CG_NONE || (!sw_here && !max_here)) {
+        if (cg->mode == CG_NONE)
+            plan_note_add(c->pl, NOTE_WARN, "swap: %s; the service's swap policy is not set",
+                          cg->why);
+        return;
+    }
+    char size[32];
+    swap_size(size, sizeof(size), p->memory.swap_max);
+    bool have = (!sw_here || (cg->swappiness_known && cg->swappiness == p->memory.swappiness)) &&
+                (!max_here || (cg->swap_max_known && cg->swap_max == p->memory.swap_max));
+    if (have) {
+        if (sw_here)
+            plan_note_add(c->pl, NOTE_INFO, "swap: memory.swappiness is %d here already",
+                          p->memory.swappiness);
+        else
+            plan_note_add(c->pl, NOTE_INFO, "swap: memory.swap.max is %s here already", size);
+        return;
+    }
+    if (!cgroup_writable(cg)) {
+        char *fix = swap_fix(p, cg);
+        plan_note_add(c->pl, NOTE_WARN, "swap: %s; the service's swap policy is not set (%s)",
+                      cg->why, fix);
+        free(fix);
+        return;
+    }
+    struct origin at = sw_here ? p->memory.swappiness_at : p->memory.swap_max_at;
+    char *where = plan_origin(at), *why;
+    if (sw_here)
+        why = xasprintf("swappiness %d in a cgroup of its own: the lower it is, the more "
+                        "reclaim takes page cache rather than swap its memory out, where a page "
+                        "costs a disk read when next touched (%s)",
+                        p->memory.swappiness, where);
+    else if (p->memory.swap_max == 0)
+        why = xasprintf("no swap for it, in a cgroup of its own: none of its pages waits on a "
+                        "disk read when touched again (%s)",
+                        where);
+    else if (p->memory.swap_max == UINT64_MAX)
+        why = xasprintf("swap as the host allows, in a cgroup of its own (%s)", where);
+    else
+        why = xasprintf("at most %s bytes of its memory in swap, in a cgroup of its own (%s)", size,
+                        where);
+    struct plan_step *s = plan_add_step(c->pl, STEP_CGROUP, why);
+    free(where);
+    s->u.cgroup.dir = xstrdup(cg->dir);
+    s->u.cgroup.name = p->name;
+    s->u.cgroup.v2 = cg->v2;
+    s->u.cgroup.swappiness = sw_here ? p->memory.swappiness : -1;
+    s->u.cgroup.set_swap_max = max_here;
+    s->u.cgroup.swap_max = p->memory.swap_max;
+}
