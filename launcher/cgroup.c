@@ -824,17 +824,17 @@ static void disable_memory(const char *dir)
 }
 
 bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bool set_swap_max,
-                  uint64_t swap_max, char *where, size_t where_n, char *err, size_t err_n,
-                  int *error)
+                  uint64_t swap_max, char *where, size_t where_n, struct err *e)
 {
     char child[4096];
+    int error;
     const char *step, *in;
     if (!child_name(child, sizeof(child), dir, name, v2, swappiness, set_swap_max, swap_max)) {
-        *error = ENAMETOOLONG;
+        error = ENAMETOOLONG;
         child_name(child, sizeof(child), "", name, v2, swappiness, set_swap_max, swap_max);
         snprintf(where, where_n, "%s", dir);
-        snprintf(err, err_n, "cannot make %s in this process's cgroup: %s (its path is %zu bytes)",
-                 child + 1, strerror(*error), strlen(dir));
+        err_errno(e, error, "cannot make %s in this process's cgroup: %s (its path is %zu bytes)",
+                  child + 1, strerror(error), strlen(dir));
         return false;
     }
     sweep(dir);
@@ -845,27 +845,27 @@ bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bo
      * where the name is gone, ENODEV from a file opened in it just before.
      */
     for (int tries = 0; tries < 3; tries++) {
-        *error = enter_once(dir, child, v2, swappiness, set_swap_max, swap_max, &step, &in);
-        if ((*error != ENOENT && *error != ENODEV) || strcmp(in, child) != 0)
+        error = enter_once(dir, child, v2, swappiness, set_swap_max, swap_max, &step, &in);
+        if ((error != ENOENT && error != ENODEV) || strcmp(in, child) != 0)
             break;
     }
-    if (*error != 0) {
+    if (error != 0) {
         if (step == not_ours) { /* refused before any move: nothing to undo */
-            snprintf(err, err_n,
-                     "%s: made by uid %u, not by tunerun's (uid %u): a cgroup another user "
-                     "can set limits in is not entered (remove it: rmdir %s)",
-                     in, (unsigned)made_by, (unsigned)geteuid(), in);
+            err_errno(e, error,
+                      "%s: made by uid %u, not by tunerun's (uid %u): a cgroup another user "
+                      "can set limits in is not entered (remove it: rmdir %s)",
+                      in, (unsigned)made_by, (unsigned)geteuid(), in);
             return false;
         }
         /* back to where it was: on v2 only once the parent's +memory, if ours, is gone again */
         bool back = !lists_self(child) || (disable_memory(dir), move_self(dir, v2) == 0);
-        snprintf(err, err_n, "%s/%s: %s%s%s", in, step, strerror(*error),
-                 *error == EBUSY ? " (other processes share this cgroup: cgroup v2 lets a cgroup "
+        err_errno(e, error, "%s/%s: %s%s%s", in, step, strerror(error),
+                  error == EBUSY ? " (other processes share this cgroup: cgroup v2 lets a cgroup "
                                    "with processes enable no controller for its children)"
                                  : "",
-                 back ? ""
-                      : "; still in the child: its parent takes no process back, and a "
-                        "later launch removes it once empty");
+                  back ? ""
+                       : "; still in the child: its parent takes no process back, and a "
+                         "later launch removes it once empty");
         if (back && created)
             rmdir(child);
         return false;

@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "log.h"
+
 enum cg_mode { CG_NONE, CG_LEGACY, CG_HYBRID, CG_UNIFIED };
 
 enum cg_owner {
@@ -98,12 +100,11 @@ const char *cgroup_mode_name(enum cg_mode m);
  * Make (or join) DIR/tunerun.NAME.VALUE, such as tunerun.mysql.swappiness-1,
  * set its value (swappiness < 0 and !set_swap_max leave those alone), and
  * move this process in. On failure nothing this launch made is left behind
- * and `err` (with errno's value in *error) says why. Removes empty
+ * and e says why. Removes empty
  * tunerun.* children of DIR that are more than a minute old.
  */
 bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bool set_swap_max,
-                  uint64_t swap_max, char *where, size_t where_n, char *err, size_t err_n,
-                  int *error);
+                  uint64_t swap_max, char *where, size_t where_n, struct err *e);
 
 /* Move back out, and remove the cgroup if cgroup_enter() made it (a launch that fails after all).
  */

@@ -97,12 +97,29 @@ LOG_AT(log_info, 6, LOG_VERBOSE)
  * about) and its end (what went wrong, and the fix), and loses the
  * middle: a long include chain or path must not cut off the reason.
  */
+static void err_text(struct err *e, int code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
 void err_set(struct err *e, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *text = xvasprintf(fmt, ap);
+    err_text(e, 0, fmt, ap);
     va_end(ap);
+}
+
+void err_errno(struct err *e, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    err_text(e, code, fmt, ap);
+    va_end(ap);
+}
+
+static void err_text(struct err *e, int code, const char *fmt, va_list ap)
+{
+    char *text = xvasprintf(fmt, ap);
+    e->code = code;
     size_t len = strlen(text), head = 256, cut = sizeof(" ... ") - 1;
     if (len < sizeof(e->msg)) {
         memcpy(e->msg, text, len + 1);

@@ -30,12 +30,18 @@ void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_error_line(const char *line);
 
 /*
- * Errors are values: a function that can fail fills a struct err and
- * returns false; only main() prints it and picks the exit status.
+ * Errors are values, of this one type everywhere: a function that can
+ * fail fills a struct err and returns false (or -1); the caller decides
+ * what it costs, and only main() picks the exit status. A step's result
+ * (apply.h) carries one too, for what went wrong and its fix.
  */
 struct err {
-    char msg[1024];
+    int code;       /* the errno of the call that failed; 0 when no call did */
+    char msg[1024]; /* one line: what failed, on what, and the fix where there is one */
 };
+/* The message; code 0. */
 void err_set(struct err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The message, and the errno of the call that failed. */
+void err_errno(struct err *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

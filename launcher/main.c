@@ -30,8 +30,10 @@
 #include "cgroup.h"
 #include "disk.h"
 #include "doctor.h"
+#include "facts.h"
 #include "launch.h"
 #include "log.h"
+#include "process.h"
 #include "profile.h"
 #include "ps.h"
 #include "report.h"
@@ -42,7 +44,6 @@
 
 #include "config.h" /* TUNERUN_VERSION, TUNERUN_DATADIR: written by the Makefile */
 #define ADMIN_PROFILE_DIR "/etc/tunerun/profiles"
-
 
 enum verb { VERB_RUN, VERB_PLAN, VERB_TOPO, VERB_PROFILES, VERB_PS, VERB_SYSTEMD, VERB_DOCTOR };
 
@@ -493,7 +494,6 @@ static bool load_profile(const struct options *o, const struct profile_paths *pa
     return ok;
 }
 
-
 /* tunerun ps: nothing to list is no error; a state directory that cannot be used is. */
 static int list_services(const struct options *o, struct state_dir *sd)
 {
@@ -516,71 +516,6 @@ static int list_services(const struct options *o, struct state_dir *sd)
         return EXIT_TUNERUN;
     }
     return 0;
-}
-
-/*
- * This machine's topology, through the cache in the state directory. A
- * default state directory that cannot be had costs the cache and, for
- * root, the registry (a warning); one that someone else could write is
- * named in a warning and left alone. A --state-dir that cannot be used is
- * an error: it was asked for.
- */
-static bool load_topology(const struct options *o, struct topo *t, struct state_dir *sd)
-{
-    struct err e;
-    bool unregistered = false; /* a read-only directory read for the cache alone */
-    if (o->topology == NULL) {
-        enum state_status st = state_dir_open(sd, o->state_dir, true, &e);
-        if (st != STATE_OK && o->state_dir) {
-            log_error("--state-dir: %s", e.msg);
-            return false;
-        }
-        /*
-         * A launch registers its service, which a read-only directory (a
-         * unit's /run without ReadWritePaths=) forbids: it runs
-         * unregistered, as without one, but still reads the cache there,
-         * and plan says what it would do. A read-only --state-dir is a
-         * launch's error, and plan and topo read it.
-         */
-        unregistered = st == STATE_OK && sd->readonly &&
-                       (o->verb == VERB_RUN || (o->verb == VERB_PLAN && !o->state_dir));
-        if (unregistered && o->state_dir) {
-            log_error("--state-dir: state directory %s: %s", sd->path, strerror(EROFS));
-            return false;
-        }
-        if (unregistered && o->verb == VERB_PLAN) {
-            log_info("state directory %s: %s; a launch runs unregistered, as planned here",
-                     sd->path, strerror(EROFS));
-        } else if (unregistered) {
-            st = STATE_UNAVAILABLE;
-            err_set(&e, "state directory %s: %s", sd->path, strerror(EROFS));
-        }
-        if (st == STATE_UNSAFE)
-            log_warn("%s; no topology cache, and running services are not known", e.msg);
-        else if (st == STATE_UNAVAILABLE && geteuid() == 0)
-            /* root's services are the ones others must know of: a unit's read-only /run */
-            log_warn("%s; this service is not registered, so services started later do not "
-                     "know of it (fix: %s)",
-                     e.msg,
-                     cgroup_in_container()
-                         ? "a writable /run in the container: docker run --tmpfs /run, a pod's "
-                           "emptyDir volume there, or --state-dir on a volume the containers "
-                           "that must know of each other share"
-                         : "the tmpfiles.d entry tunerun installs creates it at boot; a unit "
-                           "with ProtectSystem=strict needs ReadWritePaths=/run/tunerun");
-        else if (st == STATE_UNAVAILABLE)
-            log_info("%s", e.msg);
-    }
-    bool ok = topo_load(t, o->topology, sd->fd >= 0 ? sd : NULL, &e);
-    if (!ok)
-        log_error("%s", e.msg);
-    else if (t->cache_note)
-        log_info("%s", t->cache_note);
-    if (unregistered && sd->fd >= 0) {
-        close(sd->fd); /* the cache read, no registry: as if there were no directory */
-        sd->fd = -1;
-    }
-    return ok;
 }
 
 /*
@@ -613,7 +548,7 @@ static void warn_untrusted_binary(const char *exe)
  */
 static int stdout_status(int status)
 {
-    bool closed = launch_stdout_was_closed();
+    bool closed = process_stdout_was_closed();
     int error = fflush(stdout) != 0 ? errno : 0;
     if (status == EXIT_TUNERUN || (!closed && !ferror(stdout)))
         return status;
@@ -626,8 +561,8 @@ static int stdout_status(int status)
 int main(int argc, char **argv)
 {
     struct options o = {0};
-    launch_sigpipe_ignore();
-    if (!launch_hold_std_fds()) {
+    process_sigpipe_ignore();
+    if (!process_hold_std_fds()) {
         log_init(LOG_NORMAL);
         log_error("fds 0-2 must be open, or /dev/null there to hold them: %s", strerror(errno));
         return EXIT_TUNERUN;
@@ -639,7 +574,7 @@ int main(int argc, char **argv)
         return stdout_status(status);
     }
     if (o.verb != VERB_RUN)
-        launch_sigpipe_restore();
+        process_sigpipe_restore();
     log_set_level(o.level);
 
     bool exe_unknown;
@@ -648,7 +583,7 @@ int main(int argc, char **argv)
     build_paths(&paths, exe_dir, exe_unknown);
     struct err e;
     struct profile p;
-    struct topo t;
+    struct facts f;
     struct state_dir sd = {-1, NULL, false};
 
     if (o.verb == VERB_PROFILES && o.keys) {
@@ -665,15 +600,18 @@ int main(int argc, char **argv)
         goto out;
     }
     if (o.verb == VERB_TOPO) {
-        if (!load_topology(&o, &t, &sd)) {
+        struct facts_request rq = {FACTS_TOPO, NULL, o.topology, o.state_dir};
+        if (!facts_gather(&f, &rq, &e)) {
+            log_error("%s", e.msg);
+            facts_free(&f);
             status = EXIT_TUNERUN;
             goto out;
         }
         if (o.json)
-            report_topo_json(stdout, &t);
+            report_topo_json(stdout, &f.topo);
         else
-            report_topo_text(stdout, &t);
-        topo_free(&t);
+            report_topo_text(stdout, &f.topo);
+        facts_free(&f);
         status = 0;
         goto out;
     }
@@ -758,37 +696,18 @@ int main(int argc, char **argv)
         status = 0;
         goto out;
     }
-    if (!load_topology(&o, &t, &sd)) {
-        privs_free(&pv);
-        profile_free(&p);
+    struct facts_request rq = {o.verb == VERB_PLAN ? FACTS_PLAN : FACTS_LAUNCH, &p, o.topology,
+                               o.state_dir};
+    if (!facts_gather(&f, &rq, &e)) {
+        log_error("%s", e.msg);
         status = EXIT_TUNERUN;
-        goto out;
+    } else {
+        struct launch_options lo = {o.command, o.strict, o.json, o.state_dir != NULL};
+        status = o.verb == VERB_PLAN ? launch_plan(&lo, &p, &f, wanted ? &pv : NULL)
+                                     : launch_run(&lo, &p, &f, wanted ? &pv : NULL);
     }
-    struct cgroup cg;
-    /* a launch needs the memory limit and CPU quota only to size a JVM */
-    cgroup_detect(&cg, o.verb == VERB_PLAN || p.java.max_ram == JAVA_AUTO ||
-                           p.java.active_processor_count == JAVA_AUTO);
-    const struct cgroup *here = o.topology ? NULL : &cg; /* another machine's is unknown */
-    /* looked up before the registry is locked: a path on a stalled NFS mount holds one launch */
-    struct plan_near near = {0};
-    bool near_here = p.placement.near && !o.topology;
-    if (near_here) {
-        near.nodes = hwloc_bitmap_alloc();
-        near.status =
-            disk_nodes("/", p.placement.near, near.nodes, &near.what, &near.disks, &near.ndisks);
-    }
-    struct launch_options lo = {o.command, o.strict, o.json, o.state_dir != NULL,
-                                o.topology != NULL};
-    if (o.verb == VERB_PLAN)
-        status = launch_plan(&lo, &p, &t, &sd, here, wanted ? &pv : NULL, near_here ? &near : NULL);
-    else
-        status = launch_run(&lo, &p, &t, &sd, here, wanted ? &pv : NULL, near_here ? &near : NULL);
-    hwloc_bitmap_free(near.nodes);
-    free(near.what);
-    disk_free(near.disks, near.ndisks);
-    cgroup_free(&cg);
+    facts_free(&f);
     privs_free(&pv);
-    topo_free(&t);
     profile_free(&p);
 out:
     log_set_subject(NULL); /* the profile's name went with it */

@@ -92,12 +92,28 @@ void plan_step_name(const struct plan_step *s, char *buf, size_t n)
     case STEP_SETENV:
         snprintf(buf, n, "env %s", s->u.env.name);
         break;
+    case STEP_CLAIM:
+        snprintf(buf, n, "claim");
+        break;
+    case STEP_YIELD:
+        snprintf(buf, n, "yield");
+        break;
+    case STEP_PRIVILEGES:
+        snprintf(buf, n, "privileges");
+        break;
+    case STEP_RLIMITS_FINAL:
+        snprintf(buf, n, "final rlimits");
+        break;
+    case STEP_EXEC:
+        snprintf(buf, n, "exec");
+        break;
     }
 }
 
-void plan_step_value(const struct plan_step *s, char *buf, size_t n)
+void plan_step_value(const struct plan *pl, const struct plan_step *s, char *buf, size_t n)
 {
     char a[24], b[24], *list = NULL;
+    size_t len = 0;
     switch (s->type) {
     case STEP_RLIMIT:
         rlim_str(a, sizeof(a), s->u.rlimit.soft);
@@ -131,6 +147,44 @@ void plan_step_value(const struct plan_step *s, char *buf, size_t n)
         break;
     case STEP_SETENV:
         snprintf(buf, n, "%s", s->u.env.value);
+        break;
+    case STEP_CLAIM:
+        snprintf(buf, n, "%s", s->u.claim.dir);
+        break;
+    case STEP_YIELD:
+        /* "nginx gives 2-3": the pool by its profile's name, which the claim holds */
+        for (size_t i = 0; i < pl->nshrinks && len < n; i++) {
+            char *gives = bitmap_list(pl->shrinks[i].gives);
+            int w = snprintf(buf + len, n - len, "%s%s gives %s", i ? ", " : "",
+                             pl->shrinks[i].profile, gives ? gives : "");
+            len += w > 0 ? (size_t)w : 0;
+            free(gives);
+        }
+        break;
+    case STEP_PRIVILEGES:
+        list = privs_describe(s->u.privileges.pv);
+        snprintf(buf, n, "%s", list);
+        break;
+    case STEP_RLIMITS_FINAL:
+        buf[0] = '\0';
+        for (size_t i = 0; i < pl->nsteps && len < n; i++) {
+            if (pl->steps[i].type != STEP_RLIMIT)
+                continue;
+            int w = snprintf(buf + len, n - len, "%s%s", len ? ", " : "",
+                             rlimit_name(pl->steps[i].u.rlimit.resource));
+            len += w > 0 ? (size_t)w : 0;
+        }
+        break;
+    case STEP_EXEC:
+        buf[0] = '\0';
+        for (char *const *w = s->u.exec.argv; w && *w && len < n; w++) {
+            char shown[ESCAPED_SIZE(160)];
+            int k = snprintf(buf + len, n - len, "%s%s", w == s->u.exec.argv ? "" : " ",
+                             str_escaped(shown, sizeof(shown), *w, 160));
+            len += k > 0 ? (size_t)k : 0;
+        }
+        if (s->u.exec.argv == NULL)
+            snprintf(buf, n, "the command after --");
         break;
     }
     free(list);
@@ -166,59 +220,6 @@ const char *plan_cpus_word(hwloc_const_bitmap_t set)
     return hwloc_bitmap_weight(set) == 1 ? "CPU" : "CPUs";
 }
 
-/*
- * The capabilities that make whoever holds them as good as root, each with
- * the way it gets there: kept by a user other than root, they undo what
- * [security] user is for. The list follows capabilities(7) and the
- * well-known escalations of each.
- */
-static const struct {
-    int cap;
-    const char *name, *how;
-} root_caps[] = {
-    {CAP_CHOWN, "cap_chown", "takes /etc/shadow for its own"},
-    {CAP_DAC_OVERRIDE, "cap_dac_override", "writes any file, /etc/shadow and units included"},
-    {CAP_DAC_READ_SEARCH, "cap_dac_read_search", "reads any file, root's keys included"},
-    {CAP_FOWNER, "cap_fowner", "changes the mode of any file"},
-    {CAP_SETGID, "cap_setgid", "joins the disk group, whose devices hold every file"},
-    {CAP_SETUID, "cap_setuid", "becomes uid 0"},
-    {CAP_SETFCAP, "cap_setfcap", "gives a program of its own every capability"},
-    {CAP_SYS_MODULE, "cap_sys_module", "loads kernel code"},
-    {CAP_SYS_RAWIO, "cap_sys_rawio", "writes the disks and memory raw"},
-    {CAP_SYS_PTRACE, "cap_sys_ptrace", "runs its code in root's processes"},
-    {CAP_SYS_ADMIN, "cap_sys_admin", "mounts over any file"},
-    {CAP_SYS_BOOT, "cap_sys_boot", "boots a kernel of its own (kexec)"},
-    {CAP_MKNOD, "cap_mknod", "makes a device node of the root disk"},
-};
-
-/*
- * A user other than root who keeps a capability that is as good as root
- * is root in all but name: a warning, as the drop the profile asks for
- * then contains nothing. uid 0 that keeps fewer capabilities has a note
- * of its own.
- */
-static void note_root_caps(struct plan *pl, const struct privs *pv)
-{
-    if (pv == NULL || !pv->caps || !pv->change_id || pv->uid == 0)
-        return;
-    char *which = NULL;
-    for (size_t i = 0; i < sizeof(root_caps) / sizeof(root_caps[0]); i++) {
-        if (!(pv->keep & (UINT64_C(1) << root_caps[i].cap)))
-            continue;
-        char *more = xasprintf("%s%s%s (%s)", which ? which : "", which ? ", " : "",
-                               root_caps[i].name, root_caps[i].how);
-        free(which);
-        which = more;
-    }
-    if (which)
-        plan_note_add(
-            pl, NOTE_WARN,
-            "security: %s keeps what makes %s as good as root: %s; keep only what the service "
-            "needs (such as cap_net_bind_service), or run it as root on purpose",
-            pv->caps_at, pv->user ? pv->user : "the service's user", which);
-    free(which);
-}
-
 bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
 {
     const struct topo *t = in->topo;
@@ -227,16 +228,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     pl->cgroup = in->cgroup;
     pl->privs = in->privs;
     pl->near = in->profile->placement.near ? in->near : NULL;
-    if (in->privs_refused)
-        plan_note_add(pl, NOTE_WARN,
-                      "privileges: %s; a launch from here refuses to execute (exit 125)",
-                      in->privs_refused);
-    if (in->privs && in->privs->caps && (!in->privs->change_id || in->privs->uid == 0))
-        plan_note_add(
-            pl, NOTE_INFO,
-            "security: the service keeps uid 0: with fewer capabilities it still owns root's "
-            "files (/etc, units, cron); [security] user contains it");
-    note_root_caps(pl, in->privs);
+    plan_note_privileges(pl, in);
     if (t->guess)
         plan_note_add(pl, NOTE_WARN,
                       "topology: %s; CPUs and memory are placed on that guess (fix: %s)",
@@ -296,10 +288,17 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     plan_choose_cpus(&c);
     plan_add_shrinks(&c);
     plan_settle_nodes(&c);
+    /* the steps, in the order a launch takes them (enum step_type's) */
+    plan_add_claim_step(&c, in);
+    plan_add_swap_steps(&c, in->cgroup);
     plan_add_limit_steps(&c);
     plan_add_placement_steps(&c);
+    plan_add_yield_step(&c);
+    plan_add_privileges_step(&c, in);
     plan_add_env_steps(&c, in->environ);
-    plan_add_swap_steps(&c, in->cgroup); /* entered last: see apply_cgroup_step() */
+    plan_settle_exec_path(pl, in->environ);
+    plan_add_final_rlimits_step(&c);
+    plan_add_exec_step(&c, in);
 
     for (size_t i = 0; i < t->nnodes; i++)
         hwloc_bitmap_free(c.node_cand[i]);
@@ -332,6 +331,8 @@ void plan_free(struct plan *pl)
             free(s->u.env.value);
         } else if (s->type == STEP_CGROUP) {
             free(s->u.cgroup.dir);
+        } else if (s->type == STEP_PRIVILEGES) {
+            free(s->u.privileges.path);
         }
     }
     free(pl->steps);

@@ -1,12 +1,14 @@
 /*
- * plan.h - what tunerun will do, as plain data.
+ * plan.h - what a launch will do, as plain data.
  *
- * The planner is a pure function of (profile, topology, environment): it
- * makes no syscalls and calls no hwloc topology function (only hwloc's
- * bitmap helpers), so every rule can be tested against any machine shape.
- * Its output is a list of typed steps in the order apply.c must run them,
- * as bubblewrap's setup operations are, plus notes: the decisions with
- * their reasons, and warnings where the profile could not be honoured.
+ * The planner is a pure function of (profile, topology, facts, running
+ * services): it makes no syscalls and calls no hwloc topology function
+ * (only hwloc's bitmap helpers), so every rule can be tested against any
+ * machine shape. Its output is the whole launch as a list of typed steps,
+ * in the order launch.c runs them (as bubblewrap's setup operations are),
+ * plus notes: the decisions with their reasons, and warnings where the
+ * profile could not be honoured. `tunerun plan` prints exactly these
+ * steps, so what a reader sees is what a launch does.
  */
 #ifndef TUNERUN_PLAN_H
 #define TUNERUN_PLAN_H
@@ -33,25 +35,49 @@ enum plan_mpol {
     PLAN_MPOL_INTERLEAVE,
 };
 
-/* In the order they are applied, which is the order a plan lists them in. */
+/*
+ * Every effect of a launch, in the order it happens, which is the order a
+ * plan lists them in. Each has a stable name (plan_step_name()): messages,
+ * `tunerun plan` and every refusal name the step.
+ */
 enum step_type {
-    STEP_RLIMIT,
-    STEP_OOM_SCORE_ADJ,
-    STEP_MEMPOLICY,
-    STEP_AFFINITY,
-    STEP_THP,
-    STEP_SETENV,
-    STEP_CGROUP, /* last, by apply_cgroup_step(), after the shared pools have yielded */
+    STEP_CLAIM,         /* "claim": the registry learns where it runs */
+    STEP_CGROUP,        /* "cgroup": the swap policy's child cgroup, entered */
+    STEP_RLIMIT,        /* "rlimit NAME": raised now, lowered by the final step */
+    STEP_OOM_SCORE_ADJ, /* "oom_score_adj" */
+    STEP_MEMPOLICY,     /* "mempolicy" */
+    STEP_AFFINITY,      /* "affinity" */
+    STEP_THP,           /* "thp" */
+    STEP_YIELD,         /* "yield": running shared pools give up the CPUs it takes */
+    STEP_PRIVILEGES,    /* "privileges": user, groups, capabilities, no_new_privs */
+    STEP_SETENV,        /* "env NAME" */
+    STEP_RLIMITS_FINAL, /* "final rlimits": every limit as the plan says, lowered last */
+    STEP_EXEC,          /* "exec": tunerun becomes the service, same pid */
 };
 
 struct plan_step {
     enum step_type type;
     char *why; /* the fear it answers, and where the profile asked for it */
+    /*
+     * A failure refuses the launch even without --strict: the privilege
+     * drop (the service would run with more than its profile gives it),
+     * the final limits and the exec, and a claim in a --state-dir that was
+     * asked for.
+     */
+    bool required;
     union {
+        struct {
+            char key[CLAIM_KEY_LEN + 1]; /* the launch's identity: plan_launch_key() */
+            const char *dir;             /* the state directory's path; borrowed */
+            bool exclusive;              /* no other service may share its CPUs */
+            bool pool;    /* shared, on every CPU it could have: it can yield some later */
+            char **avoid; /* the profiles it keeps apart from; borrowed from the profile */
+            size_t navoid;
+        } claim;
         struct {
             int resource;
             rlim_t soft, hard;
-            long nr_open; /* nofile: fs.nr_open as the plan read it; 0: not read */
+            long nr_open; /* nofile: fs.nr_open as the facts read it; 0: not read */
         } rlimit;
         int oom_score_adj;
         struct {
@@ -71,6 +97,13 @@ struct plan_step {
             bool set_swap_max;
             uint64_t swap_max; /* UINT64_MAX: "max" */
         } cgroup;
+        struct {
+            const struct privs *pv; /* borrowed */
+            char *path; /* the PATH the command is looked for in (the plan's), NULL: none */
+        } privileges;
+        struct {
+            char *const *argv; /* the command; borrowed; NULL in a plan without one */
+        } exec;
     } u;
 };
 
@@ -84,6 +117,7 @@ struct plan_note {
 /* A running shared service that yields CPUs to this one (see note_claims). */
 struct plan_shrink {
     size_t claim;         /* index into plan_input.claims */
+    const char *profile;  /* the pool's profile, as its claim names it; borrowed */
     hwloc_bitmap_t cpus;  /* what it keeps */
     hwloc_bitmap_t gives; /* what it gives up: whole cores of this one's CPUs */
     hwloc_bitmap_t nodes; /* the nodes of those */
@@ -101,7 +135,7 @@ struct plan {
     size_t nsteps;
     struct plan_note *notes;
     size_t nnotes;
-    struct plan_shrink *shrinks; /* applied by main after every step but the cgroup one */
+    struct plan_shrink *shrinks; /* what the yield step moves */
     size_t nshrinks;
     bool degraded; /* some warning: the profile is not fully honoured (--strict refuses) */
     const struct cgroup *cgroup;  /* where it stands (plan_input's; borrowed), NULL if unknown */
@@ -145,7 +179,18 @@ struct plan_input {
      * A unit's MemoryTHP= leaves them.
      */
     enum thp_mode thp_inherited;
+    char *const *command;  /* what the exec step runs; NULL: a plan shown without one */
+    const char *state_dir; /* where the claim step writes, when `registry` */
+    bool state_dir_asked;  /* --state-dir: a claim it cannot take refuses the launch */
 };
+
+/*
+ * A launch's identity across restarts: its profile and its command line,
+ * so that `systemctl restart` finds the placement it had, and two
+ * instances of one profile with different arguments keep theirs apart
+ * (hex, CLAIM_KEY_LEN digits, into out).
+ */
+void plan_launch_key(const char *profile, char *const *command, char *out, size_t n);
 
 /*
  * Whether a plan for p can turn on claim k (exclusive, or in conflict): the
@@ -161,6 +206,6 @@ const char *plan_mpol_name(enum plan_mpol m);
 /* A step's short name: "rlimit nofile", "mempolicy", "env MALLOC_ARENA_MAX", ... */
 void plan_step_name(const struct plan_step *s, char *buf, size_t n);
 /* The step's planned value, as plan shows it in both formats: "65535:65535", "bind 0", ... */
-void plan_step_value(const struct plan_step *s, char *buf, size_t n);
+void plan_step_value(const struct plan *pl, const struct plan_step *s, char *buf, size_t n);
 
 #endif

@@ -258,6 +258,7 @@ void plan_add_shrinks(struct ctx *c)
         pl->shrinks = xrealloc(pl->shrinks, (pl->nshrinks + 1) * sizeof(*pl->shrinks));
         s = &pl->shrinks[pl->nshrinks++];
         s->claim = i;
+        s->profile = k->profile;
         s->cpus = hwloc_bitmap_alloc();
         s->gives = hwloc_bitmap_alloc();
         s->nodes = hwloc_bitmap_alloc();

@@ -113,4 +113,13 @@ const char *plan_getenv(char *const *env, const char *name);
 void plan_add_java_step(struct ctx *c, const char *base);         /* plan_java.c */
 void plan_add_swap_steps(struct ctx *c, const struct cgroup *cg); /* plan_cgroup.c */
 
+/* The launch's own steps, and what [security] means for the plan (plan_steps.c). */
+void plan_note_privileges(struct plan *pl, const struct plan_input *in);
+void plan_add_claim_step(struct ctx *c, const struct plan_input *in);
+void plan_add_yield_step(struct ctx *c);
+void plan_add_privileges_step(struct ctx *c, const struct plan_input *in);
+void plan_settle_exec_path(struct plan *pl, char *const *environ);
+void plan_add_final_rlimits_step(struct ctx *c);
+void plan_add_exec_step(struct ctx *c, const struct plan_input *in);
+
 #endif

@@ -313,28 +313,30 @@ char *privs_describe(const struct privs *pv)
 
 /* ---- the drop ------------------------------------------------------------ */
 
-static int fail(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t n, const char *fmt, ...)
+static int fail(struct err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(struct err *e, const char *fmt, ...)
 {
     int error = errno ? errno : EPERM;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
+    char *what = xvasprintf(fmt, ap);
     va_end(ap);
-    size_t len = strlen(err);
-    snprintf(err + len, n - len, ": %s", strerror(error));
+    err_errno(e, error, "%s: %s", what, strerror(error));
+    free(what);
     errno = error;
     return error;
 }
 
 /* Like fail(), for a precondition: no errno of a call, the reason is the message. */
-static int refuse(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int refuse(char *err, size_t n, const char *fmt, ...)
+static int refuse(struct err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int refuse(struct err *e, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
+    char *why = xvasprintf(fmt, ap);
     va_end(ap);
+    err_errno(e, EPERM, "%s", why);
+    free(why);
     errno = EPERM;
     return EPERM;
 }
@@ -410,12 +412,12 @@ static bool bound_moot(const struct privs *pv)
  * here leaves tunerun root, able to remove its claim and cgroup. *moot
  * says whether the bounding set is left as it is (bound_moot()).
  */
-static int preflight(const struct privs *pv, bool *moot, char *err, size_t n)
+static int preflight(const struct privs *pv, bool *moot, struct err *e)
 {
     *moot = pv->caps && bound_moot(pv);
     cap_t caps = cap_get_proc();
     if (caps == NULL)
-        return fail(err, n, "cap_get_proc");
+        return fail(e, "cap_get_proc");
     int r = 0;
     bool drop_bound = false;
     for (cap_value_t c = 0; r == 0 && c < (cap_value_t)cap_max_bits(); c++) {
@@ -425,10 +427,10 @@ static int preflight(const struct privs *pv, bool *moot, char *err, size_t n)
             continue;
         char *name = cap_to_name(c); /* only for the message */
         if (!held)
-            r = refuse(err, n, "%s: tunerun does not hold %s itself, so the service cannot keep it",
+            r = refuse(e, "%s: tunerun does not hold %s itself, so the service cannot keep it",
                        pv->caps_at, name);
         else
-            r = refuse(err, n,
+            r = refuse(e,
                        "%s: %s is not in tunerun's bounding set, so the service cannot "
                        "keep it",
                        pv->caps_at, name);
@@ -438,9 +440,9 @@ static int preflight(const struct privs *pv, bool *moot, char *err, size_t n)
     uid_t ruid, euid, suid;
     gid_t rgid, egid, sgid;
     if (r == 0 && getresuid(&ruid, &euid, &suid) < 0)
-        r = fail(err, n, "getresuid");
+        r = fail(e, "getresuid");
     if (r == 0 && getresgid(&rgid, &egid, &sgid) < 0)
-        r = fail(err, n, "getresgid");
+        r = fail(e, "getresgid");
     char lacks[256] = "";
     int nlacks = 0;
     const char *at = pv->caps_at;
@@ -471,7 +473,7 @@ static int preflight(const struct privs *pv, bool *moot, char *err, size_t n)
     bool nnp_would_do = lacks_setpcap && nlacks == 1 && !pv->no_new_privs && moot_with_nnp(pv);
     if (nlacks && euid != 0)
         /* docker run --user, a pod's runAsUser, a unit's User=: the runtime made the change */
-        r = refuse(err, n,
+        r = refuse(e,
                    "%s: %s, which tunerun lacks: it runs as uid %u, not as root (fix: start it "
                    "as root and let [security] drop to %s; where the container or unit already "
                    "runs it as that user, leave security.user and keep_caps unset%s)",
@@ -480,16 +482,16 @@ static int preflight(const struct privs *pv, bool *moot, char *err, size_t n)
                                   "no capability needs no smaller bounding set"
                                 : "");
     else if (nlacks)
-        r = refuse(err, n, "%s: %s, which tunerun lacks", at, lacks);
+        r = refuse(e, "%s: %s, which tunerun lacks", at, lacks);
     int bits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
     if (r == 0 && pv->keep && bits >= 0 && (bits & SECBIT_NO_CAP_AMBIENT_RAISE))
-        r = refuse(err, n,
+        r = refuse(e,
                    "%s: the securebit NO_CAP_AMBIENT_RAISE is set, so no capability can "
                    "reach the service across exec",
                    pv->caps_at);
     if (r == 0 && pv->keep && pv->change_id && pv->uid != 0 && bits >= 0 &&
         (bits & SECBIT_KEEP_CAPS_LOCKED) && !(bits & SECBIT_KEEP_CAPS))
-        r = refuse(err, n,
+        r = refuse(e,
                    "%s: the securebit KEEP_CAPS is locked off, so no capability survives "
                    "the change to %s",
                    pv->caps_at, pv->user);
@@ -506,48 +508,47 @@ static int preflight(const struct privs *pv, bool *moot, char *err, size_t n)
  * restores it only where the kernel's setuid fixup is on, and not at all
  * when the euid never changed (user = root, or keep_caps alone).
  */
-static int check_exec(const struct privs *pv, const char *command, int *exec_error, char *err,
-                      size_t n)
+static int check_exec(const struct privs *pv, const char *command, const char *path,
+                      int *exec_error, struct err *e)
 {
     uid_t ruid, euid, suid;
     if (getresuid(&ruid, &euid, &suid) < 0)
-        return fail(err, n, "getresuid");
+        return fail(e, "getresuid");
     uid_t uid = pv->change_id ? pv->uid : euid;
     cap_t saved = cap_get_proc();
     if (saved == NULL)
-        return fail(err, n, "cap_get_proc");
+        return fail(e, "cap_get_proc");
     if (euid != uid && setresuid((uid_t)-1, uid, (uid_t)-1) < 0) {
         cap_free(saved);
-        return fail(err, n, "seteuid %s", pv->user);
+        return fail(e, "seteuid %s", pv->user);
     }
     /* the service will have `keep`, effective */
     cap_t caps = cap_get_proc();
     int r = 0;
     if (caps == NULL || cap_clear_flag(caps, CAP_EFFECTIVE) < 0)
-        r = fail(err, n, "cap_get_proc");
+        r = fail(e, "cap_get_proc");
     for (cap_value_t c = 0; r == 0 && c < 64; c++)
         if (kept(pv, c) && have(caps, c, CAP_PERMITTED) &&
             cap_set_flag(caps, CAP_EFFECTIVE, 1, &c, CAP_SET) < 0)
-            r = fail(err, n, "cap_set_flag");
+            r = fail(e, "cap_set_flag");
     if (r == 0 && cap_set_proc(caps) < 0)
-        r = fail(err, n, "setting the effective set to the kept capabilities");
+        r = fail(e, "setting the effective set to the kept capabilities");
     cap_free(caps);
-    int error =
-        r == 0 ? command_error(command, getenv("PATH"), NULL) : 0; /* the profile's [env] is set */
+    int error = r == 0 ? command_error(command, path, NULL) : 0; /* the PATH the exec will search */
     if (euid != uid && setresuid((uid_t)-1, euid, (uid_t)-1) < 0) {
         cap_free(saved);
-        return fail(err, n, "seteuid back to %lu", (unsigned long)euid);
+        return fail(e, "seteuid back to %lu", (unsigned long)euid);
     }
     int restored = cap_set_proc(saved);
     cap_free(saved);
     if (restored < 0)
-        return fail(err, n, "restoring the effective set after checking the command");
+        return fail(e, "restoring the effective set after checking the command");
     if (r == 0 && error != 0) {
         *exec_error = error;
         errno = error;
         char shown[ESCAPED_SIZE(160)];
         char *caps_kept = pv->change_id ? NULL : privs_cap_list(pv->keep);
-        r = fail(err, n, "%s%s cannot execute '%s'", pv->change_id ? pv->user : "root keeping ",
+        r = fail(e, "%s%s cannot execute '%s'", pv->change_id ? pv->user : "root keeping ",
                  pv->change_id ? "" : caps_kept, str_escaped(shown, sizeof(shown), command, 160));
         free(caps_kept);
     }
@@ -626,7 +627,7 @@ static bool has_terminal(void)
     return tty_nr != 0;
 }
 
-static int keep_off_terminal(const struct privs *pv, char *err, size_t n)
+static int keep_off_terminal(const struct privs *pv, struct err *e)
 {
     /* tty_nr in /proc/self/stat, which needs no /dev/tty node: 0 is none */
     if (!has_terminal())
@@ -658,31 +659,29 @@ static int keep_off_terminal(const struct privs *pv, char *err, size_t n)
     if (errno == EACCES && pv->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
         install_filter(&prog) == 0)
         return 0;
-    return fail(err, n,
-                "refusing TIOCSTI to it (a seccomp filter) so that it cannot type into root's "
-                "terminal (fix: start it from a service manager, or no_new_privs = yes in "
-                "[security])");
+    return fail(e, "refusing TIOCSTI to it (a seccomp filter) so that it cannot type into root's "
+                   "terminal (fix: start it from a service manager, or no_new_privs = yes in "
+                   "[security])");
 #else
-    return refuse(err, n,
-                  "it would keep root's terminal, and TIOCSTI cannot be refused to it on this "
-                  "architecture; start it from a service manager");
+    return refuse(e, "it would keep root's terminal, and TIOCSTI cannot be refused to it on this "
+                     "architecture; start it from a service manager");
 #endif
 }
 
-static int set_identity(const struct privs *pv, const char *command, int *exec_error, char *err,
-                        size_t n)
+static int set_identity(const struct privs *pv, const char *command, const char *path,
+                        int *exec_error, struct err *e)
 {
     uid_t ruid, euid, suid;
     gid_t rgid, egid, sgid;
     if (getresuid(&ruid, &euid, &suid) < 0 || getresgid(&rgid, &egid, &sgid) < 0)
-        return fail(err, n, "getresuid");
+        return fail(e, "getresuid");
     /* an id already held needs no privilege (preflight() checked the others) */
     if (!groups_are(pv->groups, pv->ngroups) && setgroups(pv->ngroups, pv->groups) < 0)
-        return fail(err, n, "setgroups (the groups of %s)", pv->user);
+        return fail(e, "setgroups (the groups of %s)", pv->user);
     if ((rgid != pv->gid || egid != pv->gid || sgid != pv->gid) &&
         setresgid(pv->gid, pv->gid, pv->gid) < 0)
-        return fail(err, n, "setresgid %s", pv->group);
-    int r = check_exec(pv, command, exec_error, err, n);
+        return fail(e, "setresgid %s", pv->group);
+    int r = check_exec(pv, command, path, exec_error, e);
     if (r != 0)
         return r;
     /*
@@ -692,7 +691,7 @@ static int set_identity(const struct privs *pv, const char *command, int *exec_e
      */
     bool keepcaps = prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) == 0;
     if (!keepcaps && pv->keep)
-        return fail(err, n, "prctl(PR_SET_KEEPCAPS)");
+        return fail(e, "prctl(PR_SET_KEEPCAPS)");
     /*
      * The saved uid stays tunerun's until the exec sets it to the effective
      * one: the service's user may prlimit() a process only when all three
@@ -701,10 +700,10 @@ static int set_identity(const struct privs *pv, const char *command, int *exec_e
      */
     uid_t saved = euid;
     if (ruid != pv->uid || euid != pv->uid || suid != saved) {
-        if (pv->uid != 0 && (r = keep_off_terminal(pv, err, n)) != 0)
+        if (pv->uid != 0 && (r = keep_off_terminal(pv, e)) != 0)
             return r;
         if (setresuid(pv->uid, pv->uid, saved) < 0)
-            return fail(err, n, "setresuid %s", pv->user);
+            return fail(e, "setresuid %s", pv->user);
         /* a uid 0 among the three keeps the permitted set, KEEP_CAPS or not */
         before.reversible = keepcaps || pv->uid == 0 || saved == 0;
         /*
@@ -715,30 +714,30 @@ static int set_identity(const struct privs *pv, const char *command, int *exec_e
          */
         if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS &&
             errno != EPERM)
-            return fail(err, n, "keyctl(KEYCTL_JOIN_SESSION_KEYRING)");
+            return fail(e, "keyctl(KEYCTL_JOIN_SESSION_KEYRING)");
     }
     if (keepcaps && prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
-        return fail(err, n, "prctl(PR_SET_KEEPCAPS, 0)");
+        return fail(e, "prctl(PR_SET_KEEPCAPS, 0)");
     if (getresuid(&ruid, &euid, &suid) < 0 || getresgid(&rgid, &egid, &sgid) < 0)
-        return fail(err, n, "getresuid");
+        return fail(e, "getresuid");
     if (ruid != pv->uid || euid != pv->uid || suid != saved || rgid != pv->gid || egid != pv->gid ||
         sgid != pv->gid || !groups_are(pv->groups, pv->ngroups))
-        return refuse(err, n, "the ids did not change to %s, %s", pv->user, pv->group);
+        return refuse(e, "the ids did not change to %s, %s", pv->user, pv->group);
     return 0;
 }
 
 /* The bounding set first, while CAP_SETPCAP is still effective. */
-static int drop_bounding(const struct privs *pv, char *err, size_t n)
+static int drop_bounding(const struct privs *pv, struct err *e)
 {
     for (cap_value_t c = 0; c < (cap_value_t)cap_max_bits(); c++) {
         if (kept(pv, c))
             continue;
         int in = cap_get_bound(c);
         if (in < 0)
-            return fail(err, n, "reading the bounding set");
+            return fail(e, "reading the bounding set");
         if (in && cap_drop_bound(c) < 0) {
             char *name = cap_to_name(c);
-            int r = fail(err, n, "dropping %s from the bounding set", name);
+            int r = fail(e, "dropping %s from the bounding set", name);
             cap_free(name);
             return r;
         }
@@ -750,34 +749,34 @@ static int drop_bounding(const struct privs *pv, char *err, size_t n)
  * Effective and inheritable: the kept capabilities. Permitted: those, and
  * what else it holds until the exec clears it (`before`).
  */
-static int set_sets(const struct privs *pv, char *err, size_t n)
+static int set_sets(const struct privs *pv, struct err *e)
 {
     cap_t caps = cap_get_proc();
     if (caps == NULL)
-        return fail(err, n, "cap_get_proc");
+        return fail(e, "cap_get_proc");
     int r = 0;
     if (cap_clear_flag(caps, CAP_EFFECTIVE) < 0 || cap_clear_flag(caps, CAP_INHERITABLE) < 0)
-        r = fail(err, n, "cap_clear_flag");
+        r = fail(e, "cap_clear_flag");
     for (cap_value_t c = 0; c < 64 && r == 0; c++) {
         if (!kept(pv, c))
             continue;
         cap_flag_t flags[] = {CAP_PERMITTED, CAP_EFFECTIVE, CAP_INHERITABLE};
         for (size_t f = 0; f < 3 && r == 0; f++)
             if (cap_set_flag(caps, flags[f], 1, &c, CAP_SET) < 0)
-                r = fail(err, n, "cap_set_flag");
+                r = fail(e, "cap_set_flag");
     }
     if (r == 0 && cap_set_proc(caps) < 0)
-        r = fail(err, n, "setting the permitted, effective and inheritable sets");
+        r = fail(e, "setting the permitted, effective and inheritable sets");
     cap_free(caps);
     if (r != 0)
         return r;
     /* ambient: what an exec keeps for a program without file capabilities */
     if (cap_reset_ambient() < 0)
-        return fail(err, n, "clearing the ambient set");
+        return fail(e, "clearing the ambient set");
     for (cap_value_t c = 0; c < 64; c++) {
         if (kept(pv, c) && cap_set_ambient(c, CAP_SET) < 0) {
             char *name = cap_to_name(c);
-            r = fail(err, n, "raising %s in the ambient set", name);
+            r = fail(e, "raising %s in the ambient set", name);
             cap_free(name);
             return r;
         }
@@ -786,11 +785,11 @@ static int set_sets(const struct privs *pv, char *err, size_t n)
 }
 
 /* Read back what the kernel holds: each set, the bounding (unless moot) and ambient sets. */
-static int verify_caps(const struct privs *pv, bool moot, char *err, size_t n)
+static int verify_caps(const struct privs *pv, bool moot, struct err *e)
 {
     cap_t caps = cap_get_proc();
     if (caps == NULL)
-        return fail(err, n, "cap_get_proc");
+        return fail(e, "cap_get_proc");
     int r = 0;
     for (cap_value_t c = 0; r == 0 && c < (cap_value_t)cap_max_bits(); c++) {
         bool want = kept(pv, c);
@@ -799,7 +798,7 @@ static int verify_caps(const struct privs *pv, bool moot, char *err, size_t n)
             have(caps, c, CAP_INHERITABLE) != want || (!moot && (cap_get_bound(c) == 1) != want) ||
             (cap_get_ambient(c) == 1) != want) {
             char *name = cap_to_name(c);
-            r = refuse(err, n, "%s is %s after the drop", name, want ? "missing" : "still held");
+            r = refuse(e, "%s is %s after the drop", name, want ? "missing" : "still held");
             cap_free(name);
         }
     }
@@ -807,28 +806,29 @@ static int verify_caps(const struct privs *pv, bool moot, char *err, size_t n)
     return r;
 }
 
-int privs_check(const struct privs *pv, char *err, size_t n)
+int privs_check(const struct privs *pv, struct err *e)
 {
     bool moot;
-    return preflight(pv, &moot, err, n);
+    return preflight(pv, &moot, e);
 }
 
-int privs_drop(const struct privs *pv, const char *command, int *exec_error, char *err, size_t n)
+int privs_drop(const struct privs *pv, const char *command, const char *path, int *exec_error,
+               struct err *e)
 {
     *exec_error = 0;
     errno = 0;
     bool moot;
-    int r = preflight(pv, &moot, err, n);
+    int r = preflight(pv, &moot, e);
     /* a user change checks the command at that user (set_identity()), root keeping caps here */
     if (r == 0 && pv->caps && !pv->change_id)
-        r = check_exec(pv, command, exec_error, err, n);
+        r = check_exec(pv, command, path, exec_error, e);
     if (r == 0 && !before.saved) {
         int ngroups = getgroups(0, NULL);
         before.groups = xcalloc(ngroups > 0 ? (size_t)ngroups : 1, sizeof(gid_t));
         if (ngroups < 0 || (before.ngroups = getgroups(ngroups, before.groups)) < 0 ||
             getresuid(&before.ruid, &before.euid, &before.suid) < 0 ||
             getresgid(&before.rgid, &before.egid, &before.sgid) < 0) {
-            r = fail(err, n, "reading this process's ids");
+            r = fail(e, "reading this process's ids");
             free(before.groups);
             before.groups = NULL;
         } else {
@@ -837,18 +837,18 @@ int privs_drop(const struct privs *pv, const char *command, int *exec_error, cha
         }
     }
     if (r == 0 && pv->caps && !moot)
-        r = drop_bounding(pv, err, n);
+        r = drop_bounding(pv, e);
     if (r == 0 && pv->change_id)
-        r = set_identity(pv, command, exec_error, err, n);
+        r = set_identity(pv, command, path, exec_error, e);
     if (r == 0 && pv->caps)
-        r = set_sets(pv, err, n);
+        r = set_sets(pv, e);
     if (r == 0 && pv->caps)
-        r = verify_caps(pv, moot, err, n);
+        r = verify_caps(pv, moot, e);
     if (r == 0 && pv->no_new_privs) {
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-            r = fail(err, n, "prctl(PR_SET_NO_NEW_PRIVS)");
+            r = fail(e, "prctl(PR_SET_NO_NEW_PRIVS)");
         else if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
-            r = refuse(err, n, "no_new_privs did not stick");
+            r = refuse(e, "no_new_privs did not stick");
     }
     if (r == 0)
         dropped = moot ? BOUND_MOOT : BOUND_REDUCED;
@@ -856,11 +856,11 @@ int privs_drop(const struct privs *pv, const char *command, int *exec_error, cha
 }
 
 int privs_try(const struct privs *pv, const char *command, const char *path, int *exec_error,
-              char *err, size_t n)
+              struct err *e)
 {
     struct {
         int r, exec_error;
-        char why[1024];
+        struct err e;
     } said = {0};
     int fds[2];
     *exec_error = 0;
@@ -875,11 +875,7 @@ int privs_try(const struct privs *pv, const char *command, const char *path, int
     }
     if (pid == 0) { /* nothing of the parent's: no stdio, no atexit, no messages */
         close(fds[0]);
-        if (path)
-            setenv("PATH", path, 1);
-        else
-            unsetenv("PATH");
-        said.r = privs_drop(pv, command, &said.exec_error, said.why, sizeof(said.why));
+        said.r = privs_drop(pv, command, path, &said.exec_error, &said.e);
         _exit(write(fds[1], &said, sizeof(said)) == (ssize_t)sizeof(said) ? 0 : 1);
     }
     close(fds[1]);
@@ -906,44 +902,43 @@ int privs_try(const struct privs *pv, const char *command, const char *path, int
     if (got != (ssize_t)sizeof(said))
         return 0;
     *exec_error = said.exec_error;
-    said.why[sizeof(said.why) - 1] = '\0';
-    snprintf(err, n, "%s", said.why);
+    said.e.msg[sizeof(said.e.msg) - 1] = '\0';
+    *e = said.e;
     return said.r;
 }
 
-int privs_regain(char *err, size_t n)
+int privs_regain(struct err *e)
 {
     if (!before.saved)
         return 0; /* nothing was dropped */
     if (!before.reversible)
-        return refuse(err, n,
-                      "the permitted set did not survive the change of user (the securebit "
-                      "KEEP_CAPS is locked off)");
+        return refuse(e, "the permitted set did not survive the change of user (the securebit "
+                         "KEEP_CAPS is locked off)");
     cap_t caps = cap_get_proc();
     if (caps == NULL)
-        return fail(err, n, "cap_get_proc");
+        return fail(e, "cap_get_proc");
     int r = 0;
     /* every capability it still holds, effective: what the ids and the undoing need */
     for (cap_value_t c = 0; r == 0 && c < (cap_value_t)cap_max_bits(); c++)
         if (have(caps, c, CAP_PERMITTED) && cap_set_flag(caps, CAP_EFFECTIVE, 1, &c, CAP_SET) < 0)
-            r = fail(err, n, "cap_set_flag");
+            r = fail(e, "cap_set_flag");
     if (r == 0 && cap_set_proc(caps) < 0)
-        r = fail(err, n, "raising the effective set again");
+        r = fail(e, "raising the effective set again");
     cap_free(caps);
     /* only what changed: setgroups() wants CAP_SETGID for the same list too (a non-root run) */
     uid_t ruid, euid, suid;
     gid_t rgid, egid, sgid;
     if (r == 0 && (getresuid(&ruid, &euid, &suid) < 0 || getresgid(&rgid, &egid, &sgid) < 0))
-        r = fail(err, n, "getresuid");
+        r = fail(e, "getresuid");
     if (r == 0 && !groups_are(before.groups, (size_t)before.ngroups) &&
         setgroups((size_t)before.ngroups, before.groups) < 0)
-        r = fail(err, n, "setgroups back");
+        r = fail(e, "setgroups back");
     if (r == 0 && (rgid != before.rgid || egid != before.egid || sgid != before.sgid) &&
         setresgid(before.rgid, before.egid, before.sgid) < 0)
-        r = fail(err, n, "setresgid back to %lu", (unsigned long)before.egid);
+        r = fail(e, "setresgid back to %lu", (unsigned long)before.egid);
     if (r == 0 && (ruid != before.ruid || euid != before.euid || suid != before.suid) &&
         setresuid(before.ruid, before.euid, before.suid) < 0)
-        r = fail(err, n, "setresuid back to %lu", (unsigned long)before.euid);
+        r = fail(e, "setresuid back to %lu", (unsigned long)before.euid);
     if (r == 0) {
         free(before.groups);
         memset(&before, 0, sizeof(before));

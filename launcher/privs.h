@@ -53,11 +53,11 @@ char *privs_describe(const struct privs *pv);
 char *privs_cap_list(uint64_t mask);
 
 /*
- * Whether this process could make the drop: 0, or non-zero with err holding
+ * Whether this process could make the drop: 0, or an errno with e saying
  * why not (what privs_drop() would refuse with before changing anything).
  * For plan, which says so without changing anything.
  */
-int privs_check(const struct privs *pv, char *err, size_t n);
+int privs_check(const struct privs *pv, struct err *e);
 
 /*
  * Become what pv says. First every precondition is checked with nothing
@@ -70,32 +70,33 @@ int privs_check(const struct privs *pv, char *err, size_t n);
  * as they were until the exec, see privs_regain()), the effective and
  * inheritable sets, the ambient set, no_new_privs; then everything is read
  * back.
- * Returns 0, or errno with err holding one line naming the step;
+ * Returns 0, or an errno with e holding one line naming what failed;
  * *exec_error, when not 0, that the command is what failed, with the errno
  * execvp() would give. Changed part way or not, privs_regain() takes it
  * back.
  */
-int privs_drop(const struct privs *pv, const char *command, int *exec_error, char *err, size_t n);
+int privs_drop(const struct privs *pv, const char *command, const char *path, int *exec_error,
+               struct err *e);
 
 /*
  * What privs_drop() would answer, found by making the drop in a child that
- * then exits, with PATH as `path` (NULL: unset), as the command will be
- * searched for: the same return, *exec_error and err, and this process
+ * then exits, with the same `path` the command will be searched in: the
+ * same return, *exec_error and e, and this process
  * unchanged. A launch asks before it claims or changes anything, so that a
  * drop bound to fail takes nothing from running services. 0 too where no
  * child can say (no fork, or none answers within two seconds): the drop
  * before the exec checks everything again.
  */
 int privs_try(const struct privs *pv, const char *command, const char *path, int *exec_error,
-              char *err, size_t n);
+              struct err *e);
 
 /*
  * After privs_drop() (done or failed part way) when the exec did not
  * happen: the ids, groups and effective capabilities tunerun started with
  * again, so that it can undo the launch as root. Until the exec the drop
  * keeps the permitted set for this (the exec clears it). Returns 0 (also
- * when nothing was dropped), or errno with err saying why it cannot.
+ * when nothing was dropped), or an errno with e saying why it cannot.
  */
-int privs_regain(char *err, size_t n);
+int privs_regain(struct err *e);
 
 #endif

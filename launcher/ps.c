@@ -254,7 +254,7 @@ static void print_json(FILE *f, const struct state_dir *sd, const struct ps_clai
 bool ps_show(FILE *f, const struct state_dir *sd, bool json, struct err *e)
 {
     struct registry r;
-    if (!registry_open(&r, sd, REGISTRY_READ, e))
+    if (!registry_open(&r, sd, REGISTRY_READ, NULL, e))
         return false;
     /* the claims are read and probed: launches need not wait while /proc is searched */
     registry_release(&r);

@@ -391,26 +391,26 @@ static bool start_time(const char *stat_path, unsigned long long *start)
     return sscanf(p, " %llu", start) == 1;
 }
 
-static bool self_witness(unsigned long long *pidns, unsigned long long *start, char *boot, size_t n)
+void registry_witness(struct witness *w)
 {
     struct stat st;
-    if (stat("/proc/self/ns/pid", &st) < 0)
-        return false;
-    *pidns = st.st_ino;
     const char *id = boot_id();
-    if (id == NULL || !start_time("/proc/self/stat", start))
-        return false;
-    snprintf(boot, n, "%s", id);
-    return true;
+    memset(w, 0, sizeof(*w));
+    if (stat("/proc/self/ns/pid", &st) < 0 || id == NULL ||
+        !start_time("/proc/self/stat", &w->start))
+        return;
+    w->pidns = st.st_ino;
+    snprintf(w->boot_id, sizeof(w->boot_id), "%s", id);
+    w->known = true;
 }
 
 static bool pid_alive(const struct registry *r, const struct claim *c)
 {
     unsigned long long now;
     char path[64];
-    if (c->pid <= 0 || !r->witness)
+    if (c->pid <= 0 || !r->self.known)
         return false;
-    if (r->pidns != c->pidns || strcmp(r->boot_id, c->boot_id) != 0)
+    if (r->self.pidns != c->pidns || strcmp(r->self.boot_id, c->boot_id) != 0)
         return false; /* its pid means nothing here: only the fd lock can speak for it */
     snprintf(path, sizeof(path), "/proc/%ld/stat", c->pid);
     return start_time(path, &now) && now == c->start;
@@ -857,7 +857,7 @@ static int lock_patiently(const struct registry *r, struct flock *fl)
 }
 
 bool registry_open(struct registry *r, const struct state_dir *sd, enum registry_mode mode,
-                   struct err *e)
+                   const struct witness *self, struct err *e)
 {
     memset(r, 0, sizeof(*r));
     r->sd = sd;
@@ -890,7 +890,10 @@ bool registry_open(struct registry *r, const struct state_dir *sd, enum registry
         r->lock_fd = -1;
         return false;
     }
-    r->witness = self_witness(&r->pidns, &r->start, r->boot_id, sizeof(r->boot_id));
+    if (self)
+        r->self = *self;
+    else
+        registry_witness(&r->self);
     if (!read_table(r))
         rebuild(r);
     if (r->readonly) {
@@ -942,8 +945,8 @@ static void cut_line(struct registry *r, const char *line)
     int fd = openat(r->sd->fd, TABLE_NAME, O_RDWR | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
     char *tail = xcalloc(1, len + 1);
-    if (fd >= 0 && state_distrust(fd) == NULL && fstat(fd, &st) == 0 &&
-        (size_t)st.st_size >= len && pread(fd, tail, len, st.st_size - (off_t)len) == (ssize_t)len &&
+    if (fd >= 0 && state_distrust(fd) == NULL && fstat(fd, &st) == 0 && (size_t)st.st_size >= len &&
+        pread(fd, tail, len, st.st_size - (off_t)len) == (ssize_t)len &&
         memcmp(tail, line, len) == 0)
         (void)!ftruncate(fd, st.st_size - (off_t)len);
     free(tail);

@@ -51,6 +51,21 @@ struct claim {
     long long time; /* when it was claimed, seconds since the epoch */
 };
 
+/*
+ * What a claim records of the process that made it, besides the lock on
+ * its file: its pid namespace, its start time and this boot, so that a
+ * pid is taken for the claimer only where it is that process (see
+ * pid_alive() in registry.c).
+ */
+struct witness {
+    bool known; /* false: /proc could not say, and claims keep no pid */
+    unsigned long long pidns, start;
+    char boot_id[40];
+};
+
+/* This process's witness: /proc/self/ns/pid, field 22 of /proc/self/stat, the boot id. */
+void registry_witness(struct witness *w);
+
 struct registry {
     const struct state_dir *sd;
     int lock_fd;
@@ -59,16 +74,13 @@ struct registry {
     size_t nclaims;
     struct claim *ended; /* where each launch key ran last, oldest first */
     size_t nended;
-    size_t pruned; /* stale claims removed while reading */
-    size_t lines;  /* in the table: rewritten whole when too many no longer count */
-    char *pending; /* lines to add to the table (placements of claims pruned now) */
-    bool checked;  /* every claim has been probed (REGISTRY_READ) */
-    bool rewrite;  /* the table must be written whole */
-    bool told;     /* a failed table write was returned to the caller, which said so */
-    /* this process's own witness, read once: what its claim records */
-    bool witness;
-    unsigned long long pidns, start;
-    char boot_id[40];
+    size_t pruned;       /* stale claims removed while reading */
+    size_t lines;        /* in the table: rewritten whole when too many no longer count */
+    char *pending;       /* lines to add to the table (placements of claims pruned now) */
+    bool checked;        /* every claim has been probed (REGISTRY_READ) */
+    bool rewrite;        /* the table must be written whole */
+    bool told;           /* a failed table write was returned to the caller, which said so */
+    struct witness self; /* this process's, read once a launch: what its claim records */
 };
 
 enum registry_mode { REGISTRY_WRITE, REGISTRY_READ };
@@ -76,10 +88,11 @@ enum registry_mode { REGISTRY_WRITE, REGISTRY_READ };
 /*
  * Take the lock and read the claims. REGISTRY_WRITE (launches) takes it
  * exclusively; the caller then calls registry_check(). REGISTRY_READ (ps)
- * takes it shared and checks every claim, leaving stale ones out.
+ * takes it shared and checks every claim, leaving stale ones out. `self`
+ * is this process's witness as the caller read it, or NULL to read it.
  */
 bool registry_open(struct registry *r, const struct state_dir *sd, enum registry_mode mode,
-                   struct err *e);
+                   const struct witness *self, struct err *e);
 
 /*
  * Probe claims and drop (and, for a writer, prune) the stale ones: every

@@ -145,7 +145,7 @@ void report_plan_text(FILE *f, const struct profile *p, const struct topo *t, co
                 cgroup_writable(cg) ? "" : cg->why);
     if (pl->privs) {
         char *who = privs_describe(pl->privs);
-        fprintf(f, "privileges %s; dropped last, before exec\n", who);
+        fprintf(f, "privileges %s; dropped after everything that needs root\n", who);
         free(who);
     }
 
@@ -157,7 +157,7 @@ void report_plan_text(FILE *f, const struct profile *p, const struct topo *t, co
     for (size_t i = 0; i < pl->nsteps; i++) {
         char name[64], value[512];
         plan_step_name(&pl->steps[i], name, sizeof(name));
-        plan_step_value(&pl->steps[i], value, sizeof(value));
+        plan_step_value(pl, &pl->steps[i], value, sizeof(value));
         fprintf(f, "  %-22s %-24s %s\n", name, value, pl->steps[i].why);
     }
     if (pl->degraded)
@@ -272,14 +272,14 @@ void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, co
     for (size_t i = 0; i < pl->nsteps; i++) {
         char name[64], value[512];
         plan_step_name(&pl->steps[i], name, sizeof(name));
-        plan_step_value(&pl->steps[i], value, sizeof(value));
+        plan_step_value(pl, &pl->steps[i], value, sizeof(value));
         fprintf(f, "%s\n    {\"step\": ", i ? "," : "");
         json_string(f, name);
         fprintf(f, ", \"value\": ");
         json_string(f, value);
         fprintf(f, ", \"why\": ");
         json_string(f, pl->steps[i].why);
-        fputc('}', f);
+        fprintf(f, ", \"required\": %s}", pl->steps[i].required ? "true" : "false");
     }
     fprintf(f, "\n  ]\n}\n");
 }

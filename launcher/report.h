@@ -14,12 +14,13 @@
 #include "topo.h"
 
 /* A plan as `tunerun plan` shows it: what a launch from here would do, and why. */
-void report_plan_text(FILE *f, const struct profile *p, const struct topo *t, const struct plan *pl);
-void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, const struct plan *pl);
+void report_plan_text(FILE *f, const struct profile *p, const struct topo *t,
+                      const struct plan *pl);
+void report_plan_json(FILE *f, const struct profile *p, const struct topo *t,
+                      const struct plan *pl);
 
 void report_topo_text(FILE *f, const struct topo *t);
 void report_topo_json(FILE *f, const struct topo *t);
-
 
 /* A JSON string literal, escaped. */
 void json_string(FILE *f, const char *s);

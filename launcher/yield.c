@@ -247,7 +247,7 @@ static size_t claim_of(const struct yield *y, size_t shrink)
     return c;
 }
 
-void yield_give_back(struct yield *y, struct registry *reg, const struct topo *t)
+void yield_give_back(struct yield *y, struct registry *reg, const struct topo *t, const char *own)
 {
     /*
      * The lock was let go before the exec: a launch since may have taken
@@ -256,7 +256,7 @@ void yield_give_back(struct yield *y, struct registry *reg, const struct topo *t
      */
     hwloc_bitmap_t held = hwloc_bitmap_alloc(), cpus = hwloc_bitmap_alloc();
     for (size_t i = 0; i < reg->nclaims; i++) {
-        if (reg->claims[i].pool)
+        if (reg->claims[i].pool || (own && strcmp(reg->claims[i].file, own) == 0))
             continue;
         /* held since: a placed service that shared CPUs with a pool before still shares them */
         hwloc_bitmap_copy(cpus, reg->claims[i].cpus);

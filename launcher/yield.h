@@ -69,8 +69,9 @@ void yield_record(struct yield *y, const struct plan *pl, struct registry *reg, 
 
 /*
  * The command did not run after all: each claim gets back the CPUs it gave
- * this launch in `reg` (the registry read again, under its lock, without
- * this launch's claim), but none a service placed since holds now (a launch
+ * this launch in `reg` (the registry read again, under its lock; this
+ * launch's own claim, `own`, is passed over), but none a service placed
+ * since holds now (a launch
  * since may have taken them; one that shared them with the pool before
  * still does), and its threads get back only those, so that threads and
  * registry never disagree. A claim's nodes are those of its CPUs then (t).
@@ -78,7 +79,7 @@ void yield_record(struct yield *y, const struct plan *pl, struct registry *reg, 
  * move) go back as they were, within what that claim holds now. A thread
  * a pool started meanwhile from a moved one counts as moved with it.
  */
-void yield_give_back(struct yield *y, struct registry *reg, const struct topo *t);
+void yield_give_back(struct yield *y, struct registry *reg, const struct topo *t, const char *own);
 
 void yield_free(struct yield *y);
 

@@ -45,7 +45,7 @@ int main(int argc, char **argv)
 
     struct registry reg;
     struct plan pl;
-    if (!registry_open(&reg, &sd, REGISTRY_WRITE, &e)) {
+    if (!registry_open(&reg, &sd, REGISTRY_WRITE, NULL, &e)) {
         fprintf(stderr, "claimer: %s\n", e.msg);
         return 2;
     }

@@ -159,7 +159,7 @@ static void check_invariants(const struct profile *p, const struct topo *t, cons
     if (pl->mpol != PLAN_MPOL_LOCAL && hwloc_bitmap_iszero(pl->mem_nodes))
         fail_msg("%s: policy %s with no nodes", label, plan_mpol_name(pl->mpol));
 
-    /* steps come in apply order (enum step_type's), so a cgroup step is last */
+    /* steps come in apply order (enum step_type's): the claim first, the exec last */
     for (size_t i = 1; i < pl->nsteps; i++)
         if (pl->steps[i].type < pl->steps[i - 1].type)
             fail_msg("%s: step %zu out of order", label, i);
@@ -1170,7 +1170,8 @@ static void test_reasons_fit_any_profile(void **state)
     topo_free(&t);
 }
 
-/* A user who keeps a capability as good as root is warned of; one who keeps a harmless one is not. */
+/* A user who keeps a capability as good as root is warned of; one who keeps a harmless one is not.
+ */
 static void test_root_equivalent_caps(void **state)
 {
     (void)state;
@@ -1202,7 +1203,7 @@ static void test_root_equivalent_caps(void **state)
     plan_free(&pl);
 
     /* each of them alone */
-    const int each[] = {CAP_CHOWN,      CAP_DAC_READ_SEARCH, CAP_FOWNER,    CAP_SETGID,
+    const int each[] = {CAP_CHOWN,      CAP_DAC_READ_SEARCH, CAP_FOWNER,     CAP_SETGID,
                         CAP_SETUID,     CAP_SETFCAP,         CAP_SYS_MODULE, CAP_SYS_RAWIO,
                         CAP_SYS_PTRACE, CAP_SYS_BOOT,        CAP_MKNOD};
     for (size_t i = 0; i < sizeof(each) / sizeof(each[0]); i++) {
@@ -1238,13 +1239,14 @@ static void test_swap_policy(void **state)
     struct err e;
     struct plan pl;
 
-    /* v1: memory.swappiness, the last step, as it is the last applied (apply_cgroup_step) */
+    /* v1: memory.swappiness, the first step without a registry: the cgroup is entered right
+     * after the claim, before every other step, so that the undo leaves it last but one */
     struct plan_input in = {.profile = &mysql, .topo = &t, .cgroup = &v1};
     assert_true(plan_build(&pl, &in, &e));
-    const struct plan_step *last = &pl.steps[pl.nsteps - 1];
-    assert_int_equal(last->type, STEP_CGROUP);
-    assert_int_equal(last->u.cgroup.swappiness, 1);
-    assert_false(last->u.cgroup.set_swap_max);
+    const struct plan_step *first = &pl.steps[0];
+    assert_int_equal(first->type, STEP_CGROUP);
+    assert_int_equal(first->u.cgroup.swappiness, 1);
+    assert_false(first->u.cgroup.set_swap_max);
     check_invariants(&mysql, &t, &pl, "mysql, cgroup v1");
     assert_false(pl.degraded);
     plan_free(&pl);
@@ -1290,7 +1292,7 @@ static void test_swap_policy(void **state)
     assert_true(plan_build(&pl, &in, &e));
     const struct plan_step *s = find_step(&pl, STEP_CGROUP);
     assert_non_null(s);
-    assert_ptr_equal(s, &pl.steps[pl.nsteps - 1]);
+    assert_ptr_equal(s, &pl.steps[0]);
     assert_true(s->u.cgroup.set_swap_max);
     assert_int_equal(s->u.cgroup.swap_max, 0);
     assert_int_equal(s->u.cgroup.swappiness, -1);
@@ -1447,6 +1449,116 @@ static void test_bind_without_a_size(void **state)
     assert_true(has_note(&pl, "(fix: a smaller memory_size, or a bigger machine: the bind holds "
                               "all its memory already)"));
     plan_free(&pl);
+    profile_free(&p);
+    topo_free(&t);
+}
+
+/* The names the plan lists, in order, "|"-separated, into buf. */
+static const char *step_names(const struct plan *pl, char *buf, size_t n)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < pl->nsteps && len < n; i++) {
+        char name[64];
+        plan_step_name(&pl->steps[i], name, sizeof(name));
+        int w = snprintf(buf + len, n - len, "%s%s", i ? "|" : "", name);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    return buf;
+}
+
+/*
+ * The whole launch is the plan: the claim first (where there is a
+ * registry), the cgroup, the process's settings, the yield, the privilege
+ * drop, the environment, the final limits and the exec last, each with a
+ * stable name and a reason; the drop, the final limits and the exec are
+ * required, and so is a claim in a --state-dir that was asked for.
+ */
+static void test_every_effect_a_step(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("synthetic:pack:1 numa:1 core:4 pu:1");
+    struct profile p = profile_text("[profile]\nname = svc\n[placement]\ncpus = 2\n"
+                                    "[limits]\nnofile = 4096\ncore = 0\n"
+                                    "[env]\nPATH = /opt/svc/bin:/usr/bin\n");
+    char *env[] = {"PATH=/usr/local/bin:/usr/bin", NULL};
+    char *command[] = {"svcd", "--port", "1", NULL};
+    struct claim pool = live("nginx", "0-3", "0", false, "svc");
+    pool.pool = true;
+    struct privs pv = {.change_id = true, .uid = 33, .user = "www-data (uid 33)"};
+    struct plan_input in = {.profile = &p,
+                            .topo = &t,
+                            .environ = env,
+                            .registry = true,
+                            .claims = &pool,
+                            .nclaims = 1,
+                            .privs = &pv,
+                            .command = command,
+                            .state_dir = "/run/tunerun"};
+    struct plan pl;
+    struct err e;
+    char names[1024];
+    assert_true(plan_build(&pl, &in, &e));
+    assert_string_equal(step_names(&pl, names, sizeof(names)),
+                        "claim|rlimit core|rlimit nofile|mempolicy|affinity|yield|privileges|"
+                        "env PATH|final rlimits|exec");
+    for (size_t i = 0; i < pl.nsteps; i++) {
+        enum step_type k = pl.steps[i].type;
+        assert_non_null(pl.steps[i].why);
+        assert_true(pl.steps[i].required ==
+                    (k == STEP_PRIVILEGES || k == STEP_RLIMITS_FINAL || k == STEP_EXEC));
+    }
+    /* the claim: where, and the key a restart finds it by */
+    const struct plan_step *claim = find_step(&pl, STEP_CLAIM);
+    char key[CLAIM_KEY_LEN + 1], value[512];
+    plan_launch_key("svc", command, key, sizeof(key));
+    assert_string_equal(claim->u.claim.key, key);
+    assert_int_equal(claim->u.claim.navoid, 0); /* what it records: its own profile's */
+    assert_false(claim->u.claim.exclusive);
+    assert_false(claim->u.claim.pool); /* a count of CPUs, not every one it may use */
+    plan_step_value(&pl, claim, value, sizeof(value));
+    assert_string_equal(value, "/run/tunerun");
+    /* the yield: who gives what */
+    plan_step_value(&pl, find_step(&pl, STEP_YIELD), value, sizeof(value));
+    assert_string_equal(value, "nginx gives 0-1");
+    /* the drop looks for the command in the PATH the environment step will set */
+    assert_string_equal(find_step(&pl, STEP_PRIVILEGES)->u.privileges.path,
+                        "/opt/svc/bin:/usr/bin");
+    plan_step_value(&pl, find_step(&pl, STEP_RLIMITS_FINAL), value, sizeof(value));
+    assert_string_equal(value, "core, nofile");
+    const struct plan_step *exec = &pl.steps[pl.nsteps - 1];
+    assert_int_equal(exec->type, STEP_EXEC);
+    assert_ptr_equal(exec->u.exec.argv, command);
+    plan_step_value(&pl, exec, value, sizeof(value));
+    assert_string_equal(value, "svcd --port 1");
+    plan_free(&pl);
+
+    /* a claim in a --state-dir that was asked for is required; another key for other words */
+    in.state_dir_asked = true;
+    char *other[] = {"svcd", "--port", "2", NULL};
+    in.command = other;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_true(find_step(&pl, STEP_CLAIM)->required);
+    assert_string_not_equal(find_step(&pl, STEP_CLAIM)->u.claim.key, key);
+    plan_free(&pl);
+
+    /* no registry, no [env] PATH, no privileges: no claim, no yield, no drop; the drop's PATH
+     * would be the inherited one, and the exec of a plan shown without a command says so */
+    struct profile bare = profile_text("[profile]\nname = bare\n[memory]\nthp = system\n");
+    in = (struct plan_input){.profile = &bare, .topo = &t, .environ = env};
+    assert_true(plan_build(&pl, &in, &e));
+    assert_string_equal(step_names(&pl, names, sizeof(names)), "mempolicy|affinity|exec");
+    plan_step_value(&pl, &pl.steps[pl.nsteps - 1], value, sizeof(value));
+    assert_string_equal(value, "the command after --");
+    plan_free(&pl);
+    in.privs = &pv;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_string_equal(find_step(&pl, STEP_PRIVILEGES)->u.privileges.path,
+                        "/usr/local/bin:/usr/bin");
+    plan_free(&pl);
+
+    profile_free(&bare);
+    claim_free(&pool);
     profile_free(&p);
     topo_free(&t);
 }
@@ -2135,6 +2247,7 @@ int main(void)
         cmocka_unit_test(test_reasons_fit_any_profile),
         cmocka_unit_test(test_one_is_singular),
         cmocka_unit_test(test_pool_keeps_a_slow_core),
+        cmocka_unit_test(test_every_effect_a_step),
         cmocka_unit_test(test_group_of_nodes),
         cmocka_unit_test(test_one_node_holds_the_count),
         cmocka_unit_test(test_bind_without_a_size),
