@@ -88,13 +88,6 @@ void step_undo(struct launch_state *ls, const struct plan_step *s);
 
 const char *step_status_name(enum step_status s);
 
-/*
- * The choice a sysfs file marks among those it lists ("always [madvise]
- * never" -> "madvise"), or NULL: the THP mode here, and doctor's THP files
- * and block queue schedulers.
- */
-const char *apply_thp_bracketed(const char *text, char *buf, size_t n);
-
 /* ---- between the files of apply ------------------------------------------ */
 
 void step_result_set(struct step_result *r, enum step_status st, int error, const char *fmt, ...)

@@ -243,16 +243,6 @@ static void apply_affinity(const struct plan_step *s, struct step_result *r)
     free(list);
 }
 
-const char *apply_thp_bracketed(const char *text, char *buf, size_t n)
-{
-    const char *open = strchr(text, '['), *close = open ? strchr(open, ']') : NULL;
-    if (!open || !close || (size_t)(close - open - 1) >= n)
-        return NULL;
-    memcpy(buf, open + 1, (size_t)(close - open - 1));
-    buf[close - open - 1] = '\0';
-    return buf;
-}
-
 /*
  * madvise on a kernel without the per-process mode (EINVAL, before 6.18):
  * the global mode decides, under the whole THP disable a parent may have
@@ -264,7 +254,7 @@ static void thp_madvise_older(const struct launch_state *ls, struct step_result 
     const char *older = "this kernel has no per-process madvise mode (Linux 6.18+)";
     char text[128], mode[32];
     const char *global = read_line_file(THP_ENABLED_PATH, text, sizeof(text))
-                             ? apply_thp_bracketed(text, mode, sizeof(mode))
+                             ? sysfs_choice(text, mode, sizeof(mode))
                              : NULL;
     bool never = global && strcmp(global, "never") == 0;
     bool madvise = global && strcmp(global, "madvise") == 0;

@@ -47,7 +47,7 @@ static long fs_type(const char *path)
 }
 
 /* As systemd decides it: the filesystem at /sys/fs/cgroup, then at .../unified. */
-static enum cg_mode detect_mode(void)
+enum cg_mode cgroup_mode(void)
 {
     static int mode = -1; /* asked several times a launch; the answer holds until reboot */
     if (mode < 0) {
@@ -399,7 +399,7 @@ static bool lists_self(const char *dir)
 static bool standard_dir(const char *v1_name, const char *path, bool listed, char **point,
                          char **dir)
 {
-    enum cg_mode mode = detect_mode();
+    enum cg_mode mode = cgroup_mode();
     if (path == NULL || strncmp(path, "/..", 3) == 0 ||
         (v1_name ? mode != CG_LEGACY && mode != CG_HYBRID : mode != CG_UNIFIED))
         return false;
@@ -465,7 +465,7 @@ static void read_current(struct cgroup *cg)
 void cgroup_detect(struct cgroup *cg, bool limit)
 {
     memset(cg, 0, sizeof(*cg));
-    cg->mode = detect_mode();
+    cg->mode = cgroup_mode();
     cg->container = cgroup_in_container();
     cg->owner = CG_OWN_MISSING;
     if (cg->mode == CG_NONE) {
@@ -564,7 +564,7 @@ static bool holds_cpuset(const char *point)
 void cgroup_cpuset(char **cpus, char **mems)
 {
     *cpus = *mems = NULL;
-    enum cg_mode mode = detect_mode();
+    enum cg_mode mode = cgroup_mode();
     if (mode == CG_NONE)
         return;
     /* cgroup2 holds the controller unless a v1 hierarchy has it (hybrid, v1) */

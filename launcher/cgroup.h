@@ -95,6 +95,8 @@ void cgroup_cpuset(char **cpus, char **mems);
 char *cgroup_dir_under(const char *root, const char *option, char **path);
 
 const char *cgroup_mode_name(enum cg_mode m);
+/* The mode, as systemd decides it (statfs of /sys/fs/cgroup); read once a process. */
+enum cg_mode cgroup_mode(void);
 
 /*
  * Make (or join) DIR/tunerun.NAME.VALUE, such as tunerun.mysql.swappiness-1,

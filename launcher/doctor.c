@@ -9,7 +9,6 @@
  * shaped like another host's /proc and /sys is audited the same way.
  */
 #include "doctor.h"
-#include "apply.h" /* apply_thp_bracketed(): the choice a sysfs file marks, "[madvise]" */
 #include "cgroup.h"
 #include "disk.h"
 #include "report.h"
@@ -30,27 +29,18 @@
 /* the listen backlog doctor's somaxconn fixes ask for: nginx's and redis's 511, and room */
 #define SOMAXCONN_FIX 4096
 
-struct finding {
-    const char *group;
-    const char *id;
-    enum severity sev;
-    char *observed, *why, *fix, *persist;
-};
-
 struct doc {
+    struct doctor_report r; /* what is found: report.c shows it */
     const char *root;
     const struct profile *p;
     const char *data_dir;
-    bool data_from_near; /* data_dir is the profile's near, not --data-dir */
-    struct finding *v;
-    size_t n;
     char disk[64];  /* the data directory's disk, once check_io() found it */
     bool spinning;  /* ... and whether it is a spinning one */
     bool container; /* audited from inside a container: the host's settings are not its own */
 };
 
 /* The seed's order: CPU first, then NUMA, memory, IO, connections, the container. */
-static const char *const groups[][2] = {
+const char *const doctor_groups[DOCTOR_NGROUPS][2] = {
     {"cpu", "CPU frequency"},
     {"numa", "NUMA"},
     {"memory", "Memory: THP, swap, overcommit, dirty pages"},
@@ -59,7 +49,7 @@ static const char *const groups[][2] = {
     {"container", "cgroup limits and capabilities"},
 };
 
-static const char *sev_name(enum severity s)
+const char *doctor_severity_name(enum severity s)
 {
     static const char *const names[] = {"ok", "info", "warn", "crit"};
     return names[s];
@@ -113,8 +103,10 @@ static void add(struct doc *d, const char *group, const char *id, enum severity 
 {
     if (d->container && fix && strcmp(group, "container") != 0)
         host_fix(id, &fix, &persist);
-    d->v = xrealloc(d->v, (d->n + 1) * sizeof(*d->v));
-    d->v[d->n++] = (struct finding){group, id, sev, observed, why, fix, persist};
+    struct doctor_report *r = &d->r;
+    r->v = xrealloc(r->v, (r->n + 1) * sizeof(*r->v));
+    r->v[r->n++] = (struct doctor_finding){group, id, sev, observed, why, fix, persist};
+    r->worst = sev > r->worst ? sev : r->worst;
 }
 
 /* Where path is under --root (as it is without one). */
@@ -354,7 +346,7 @@ static void check_memory(struct doc *d)
 {
     char buf[256], mode[32], rel[128] = "";
     const char *thp = rd(d, "/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof(buf))
-                          ? apply_thp_bracketed(buf, mode, sizeof(mode))
+                          ? sysfs_choice(buf, mode, sizeof(mode))
                           : NULL;
     int major = 0, minor = 0;
     bool per_process = rd(d, "/proc/sys/kernel/osrelease", rel, sizeof(rel)) &&
@@ -387,7 +379,7 @@ static void check_memory(struct doc *d)
     }
     char dbuf[256], dmode[32];
     const char *defrag = rd(d, "/sys/kernel/mm/transparent_hugepage/defrag", dbuf, sizeof(dbuf))
-                             ? apply_thp_bracketed(dbuf, dmode, sizeof(dmode))
+                             ? sysfs_choice(dbuf, dmode, sizeof(dmode))
                              : NULL;
     if (defrag) {
         bool bad = strcmp(defrag, "always") == 0;
@@ -536,7 +528,7 @@ static void check_io(struct doc *d)
     /* virtio disks say rotational = 1 whatever backs them: a cloud disk is no spinning head */
     bool virtio = strncmp(leaf.name, "vd", 2) == 0 || strncmp(leaf.name, "xvd", 3) == 0;
     bool rotational = !virtio && rd(d, path, rot, sizeof(rot)) && strcmp(rot, "1") == 0;
-    const char *s = apply_thp_bracketed(sched, mode, sizeof(mode));
+    const char *s = sysfs_choice(sched, mode, sizeof(mode));
     if (s == NULL)
         s = sched;
     bool bad = !rotational && (strcmp(s, "cfq") == 0 || strcmp(s, "bfq") == 0);
@@ -763,79 +755,6 @@ static void check_container(struct doc *d)
     }
 }
 
-/* ---- output --------------------------------------------------------------- */
-
-/*
- * One line of the report: what a --root tree, a cgroup path or a process
- * put into it is shown as text, its control characters escaped, never
- * sent to the terminal as they are.
- */
-static void put_line(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put_line(FILE *out, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *raw = xvasprintf(fmt, ap);
-    va_end(ap);
-    size_t n = ESCAPED_SIZE(strlen(raw));
-    char *shown = xcalloc(n, 1);
-    fprintf(out, "%s\n", str_unharmful(shown, n, raw));
-    free(shown);
-    free(raw);
-}
-
-static void print_text(FILE *out, const struct doc *d, enum severity worst)
-{
-    put_line(out, "tunerun doctor%s%s: root %s, data %s%s", d->p ? " " : "", d->p ? d->p->name : "",
-             d->root, d->data_dir ? d->data_dir : "/",
-             d->data_dir == NULL ? " (none named)"
-             : d->data_from_near ? " (the profile's near)"
-                                 : "");
-    if (d->p && d->p->fears) /* what the findings below are read against */
-        put_line(out, "fears: %s", d->p->fears);
-    for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
-        bool any = false;
-        for (size_t i = 0; i < d->n; i++) {
-            const struct finding *f = &d->v[i];
-            if (strcmp(f->group, groups[g][0]) != 0)
-                continue;
-            if (!any)
-                fprintf(out, "\n%s\n", groups[g][1]);
-            any = true;
-            put_line(out, "  %-4s  %-22s %s", sev_name(f->sev), f->id, f->observed);
-            if (f->why)
-                put_line(out, "        %-22s why: %s", "", f->why);
-            if (f->fix)
-                put_line(out, "        %-22s fix: %s", "", f->fix);
-            if (f->persist)
-                put_line(out, "        %-22s for good: %s", "", f->persist);
-        }
-    }
-    fprintf(out, "\nworst: %s\n", sev_name(worst));
-}
-
-static void print_json(FILE *out, const struct doc *d, enum severity worst)
-{
-    json_field(out, "{\"profile\": ", d->p ? d->p->name : NULL);
-    json_field(out, ", \"root\": ", d->root);
-    json_field(out, ", \"data_dir\": ", d->data_dir);
-    fprintf(out, ", \"data_dir_from_near\": %s", d->data_from_near ? "true" : "false");
-    json_field(out, ", \"fears\": ", d->p ? d->p->fears : NULL);
-    fprintf(out, ", \"worst\": \"%s\", \"findings\": [", sev_name(worst));
-    for (size_t i = 0; i < d->n; i++) {
-        const struct finding *f = &d->v[i];
-        fprintf(out,
-                "%s\n  {\"id\": \"%s\", \"group\": \"%s\", \"severity\": \"%s\", \"observed\": ",
-                i ? "," : "", f->id, f->group, sev_name(f->sev));
-        json_string(out, f->observed);
-        json_field(out, ", \"why\": ", f->why);
-        json_field(out, ", \"fix\": {\"runtime\": ", f->fix);
-        json_field(out, ", \"persistent\": ", f->persist);
-        fprintf(out, "}}");
-    }
-    fprintf(out, "\n]}\n");
-}
-
 /* Whether path is a directory; else why not, in why. */
 static bool is_dir(const char *path, char *why, size_t n)
 {
@@ -890,8 +809,7 @@ static bool usable(const char *root, const char *data_dir)
     return true;
 }
 
-int doctor_run(FILE *out, const char *root, const struct profile *p, const char *data_dir,
-               bool json)
+int doctor_run(const char *root, const struct profile *p, const char *data_dir, bool json)
 {
     if (!usable(root, data_dir))
         return DOCTOR_EXIT_UNUSABLE;
@@ -909,10 +827,12 @@ int doctor_run(FILE *out, const char *root, const struct profile *p, const char 
         data_dir == NULL && near &&
         (here ? is_dir(near, why, sizeof(why))
               : disk_of_path(root, near, &maj, &min, mnt, sizeof(mnt)) && strcmp(mnt, "/") != 0);
-    struct doc d = {.root = root ? root : "/",
-                    .p = p,
-                    .data_dir = from_near ? near : data_dir,
-                    .data_from_near = from_near};
+    struct doc d = {.root = root ? root : "/", .p = p, .data_dir = from_near ? near : data_dir};
+    d.r = (struct doctor_report){.profile = p ? p->name : NULL,
+                                 .fears = p ? p->fears : NULL,
+                                 .root = d.root,
+                                 .data_dir = d.data_dir,
+                                 .data_from_near = from_near};
     /* every kernel's /proc has it: without it the audit would be of nothing, and pass */
     if (!here && !has_file(&d, "/proc/sys/kernel/osrelease")) {
         log_error("--root %s: no proc/sys/kernel/osrelease under it (%s), so its proc/ is no "
@@ -929,20 +849,14 @@ int doctor_run(FILE *out, const char *root, const struct profile *p, const char 
     check_memory(&d);
     check_files(&d);
     check_container(&d);
-    enum severity worst = SEV_OK;
-    for (size_t i = 0; i < d.n; i++)
-        if (d.v[i].sev > worst)
-            worst = d.v[i].sev;
-    if (json)
-        print_json(out, &d, worst);
-    else
-        print_text(out, &d, worst);
-    for (size_t i = 0; i < d.n; i++) {
-        free(d.v[i].observed);
-        free(d.v[i].why);
-        free(d.v[i].fix);
-        free(d.v[i].persist);
+    report_doctor(stdout, &d.r, json);
+    enum severity worst = d.r.worst;
+    for (size_t i = 0; i < d.r.n; i++) {
+        free(d.r.v[i].observed);
+        free(d.r.v[i].why);
+        free(d.r.v[i].fix);
+        free(d.r.v[i].persist);
     }
-    free(d.v);
+    free(d.r.v);
     return worst == SEV_CRIT ? 2 : worst == SEV_WARN ? 1 : 0;
 }

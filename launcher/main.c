@@ -1,34 +1,26 @@
 /*
- * main.c - verbs and options; no policy.
+ * main.c - options and verbs; no policy.
  *
  *   tunerun [OPTIONS] PROFILE -- COMMAND [ARG...]   (the same as `run`)
  *   tunerun plan|topo|ps|systemd|doctor|profiles ...
  *
- * It parses the command line, gathers what a verb needs (the profile, the
- * privileges it names, the state directory, the topology, the cgroup, the
- * profile's `near`) and hands them to the verb: launch.c runs a launch or
- * shows its plan, ps.c, doctor.c and systemd.c the others. Everything that
- * decides lives in plan.c. The exit status is env(1)'s: 125 for tunerun's
- * own failures, 126 when the command cannot run, 127 when it is not found,
- * else the command's own (see launcher/README.md for the whole flow).
+ * It parses the command line, as util-linux tools do, into one struct
+ * options, and hands each verb what it asks for: launch.c runs a launch
+ * or shows its plan, from the facts facts.c gathers; ps.c, doctor.c,
+ * systemd.c and profile.c the others, and report.c shows what they find.
+ * Nothing here decides or prints anything but --help and --version. The
+ * exit status is env(1)'s: 125 for tunerun's own failures, 126 when the
+ * command cannot run, 127 when it is not found, else the command's own
+ * (see launcher/README.md for the whole flow).
  */
 #include <errno.h>
 #include <getopt.h>
-#include <libgen.h>
-#include <limits.h>
-#include <signal.h>
+#include <hwloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <hwloc.h>
 #include <sys/capability.h>
-#include <unistd.h>
 
-#include "cgroup.h"
-#include "disk.h"
 #include "doctor.h"
 #include "facts.h"
 #include "launch.h"
@@ -37,10 +29,8 @@
 #include "profile.h"
 #include "ps.h"
 #include "report.h"
-#include "state.h"
 #include "systemd.h"
 #include "util.h"
-#include "topo.h"
 
 #include "config.h" /* TUNERUN_VERSION, TUNERUN_DATADIR: written by the Makefile */
 #define ADMIN_PROFILE_DIR "/etc/tunerun/profiles"
@@ -212,8 +202,12 @@ static bool verb_word(const char *word)
     return false;
 }
 
-/* Returns -1 when parsing succeeded, else the exit status. */
-static int parse_args(int argc, char **argv, struct options *o)
+/*
+ * The options, and in pos[] the positional words before "--" (VERB,
+ * PROFILE): -1 when they parse, else the exit status (--help, --version,
+ * a usage error said).
+ */
+static int scan_options(int argc, char **argv, struct options *o, char **pos, int *npos_out)
 {
     static const struct option longopts[] = {
         {"profile-file", required_argument, NULL, 'f'},
@@ -248,7 +242,6 @@ static int parse_args(int argc, char **argv, struct options *o)
      * as a positional and step over. A third positional means the command
      * began without "--", and its own options must not be read as ours.
      */
-    char *pos[3];
     int npos = 0;
     bool first_is_verb = false;
     int c;
@@ -317,6 +310,17 @@ static int parse_args(int argc, char **argv, struct options *o)
         }
         }
     }
+
+    *npos_out = npos;
+    return -1;
+}
+
+/*
+ * What each verb takes: the verb picked from pos[], then its words and
+ * options checked; -1 when they go together, else the usage error's status.
+ */
+static int check_verb(struct options *o, char **pos, int npos)
+{
     o->verb = VERB_RUN;
     char **rest = pos;
     if (npos > 0)
@@ -391,154 +395,12 @@ static int parse_args(int argc, char **argv, struct options *o)
     return -1;
 }
 
-/* This binary's absolute path into exe (PATH_MAX bytes); false when /proc cannot say. */
-static bool self_exe(char *exe)
+static int parse_args(int argc, char **argv, struct options *o)
 {
-    ssize_t n = readlink("/proc/self/exe", exe, PATH_MAX - 1);
-    exe[n > 0 ? n : 0] = '\0';
-    return n > 0;
-}
-
-/*
- * profiles/ next to the binary, for a source tree that was never installed;
- * *unknown when /proc cannot say where the binary is, so that a profile
- * not found says why that directory was not searched.
- */
-static char *exe_profile_dir(bool *unknown)
-{
-    char exe[PATH_MAX];
-    *unknown = !self_exe(exe);
-    if (*unknown)
-        return NULL;
-    char *dir = NULL;
-    if (asprintf(&dir, "%s/profiles", dirname(exe)) < 0)
-        return NULL;
-    if (access(dir, F_OK) != 0) {
-        free(dir);
-        return NULL;
-    }
-    return dir;
-}
-
-static void build_paths(struct profile_paths *paths, char *exe_dir, bool exe_unknown)
-{
-    paths->n = 0;
-    paths->unsearched = exe_unknown ? "profiles/ next to tunerun's binary, if there is one, was "
-                                      "not searched: /proc/self/exe cannot be read (is /proc "
-                                      "mounted?)"
-                                    : NULL;
-    paths->dirs[paths->n] = ADMIN_PROFILE_DIR;
-    paths->labels[paths->n++] = "admin";
-    if (exe_dir && strcmp(exe_dir, TUNERUN_DATADIR "/profiles") != 0) {
-        paths->dirs[paths->n] = exe_dir;
-        paths->labels[paths->n++] = "next to the binary";
-    }
-    paths->dirs[paths->n] = TUNERUN_DATADIR "/profiles";
-    paths->labels[paths->n++] = "installed";
-}
-
-static int list_profiles(const struct profile_paths *paths)
-{
-    int found = 0;
-    if (paths->unsearched) /* what is listed may not be all there is */
-        log_notice("%s", paths->unsearched);
-    for (size_t i = 0; i < paths->n; i++) {
-        struct dirent **names;
-        int n = scandir(paths->dirs[i], &names, NULL, alphasort);
-        if (n < 0)
-            continue; /* a directory that does not exist holds no profiles */
-        for (int k = 0; k < n; k++) {
-            size_t len = strlen(names[k]->d_name);
-            if (len > 4 && strcmp(names[k]->d_name + len - 4, ".ini") == 0) {
-                char name[256], shown[ESCAPED_SIZE(255)], file[ESCAPED_SIZE(255)];
-                snprintf(name, sizeof(name), "%.*s", (int)(len - 4), names[k]->d_name);
-                size_t where = 0;
-                char *winner = profile_find(name, paths, &where);
-                if (found == 0) /* a header over nothing would read as an empty success */
-                    printf("%-12s %-20s %s\n", "NAME", "SOURCE", "PATH");
-                /* a name is a file's, which a build tree's profiles/ lets its owner choose */
-                printf("%-12s %-20s %s/%s%s\n", str_escaped(shown, sizeof(shown), name, 255),
-                       paths->labels[i], paths->dirs[i],
-                       str_escaped(file, sizeof(file), names[k]->d_name, 255),
-                       winner && where != i ? "  (shadowed)" : "");
-                free(winner);
-                found++;
-            }
-            free(names[k]);
-        }
-        free(names);
-    }
-    if (!found)
-        log_error("no profiles found in %s, %s", paths->dirs[0], paths->dirs[paths->n - 1]);
-    return found ? 0 : EXIT_TUNERUN;
-}
-
-static bool load_profile(const struct options *o, const struct profile_paths *paths,
-                         struct profile *p, struct err *e)
-{
-    char *path = NULL;
-    if (o->profile_file) {
-        path = xstrdup(o->profile_file);
-    } else {
-        path = profile_locate(o->profile_name, paths, e);
-        if (path == NULL)
-            return false;
-    }
-    bool ok = profile_load(p, path, paths, e);
-    free(path);
-    for (size_t i = 0; ok && i < o->nsets; i++)
-        ok = profile_set(p, o->sets[i], e);
-    ok = ok && profile_check(p, e);
-    if (!ok)
-        profile_free(p);
-    return ok;
-}
-
-/* tunerun ps: nothing to list is no error; a state directory that cannot be used is. */
-static int list_services(const struct options *o, struct state_dir *sd)
-{
-    struct err e;
-    enum state_status st = state_dir_open(sd, o->state_dir, false, &e); /* ps changes nothing */
-    if (st == STATE_UNAVAILABLE && o->state_dir == NULL) {
-        if (o->json)
-            printf("{\"state_dir\": null, \"claims\": []}\n");
-        else /* a user's own state directory: root's services are not in it */
-            printf("no service is running under tunerun here (%s)%s\n", e.msg,
-                   geteuid() != 0 ? "; root's services are listed by root" : "");
-        return 0;
-    }
-    if (st != STATE_OK) {
-        log_error("%s%s", o->state_dir ? "--state-dir: " : "", e.msg);
-        return EXIT_TUNERUN;
-    }
-    if (!ps_show(stdout, sd, o->json, &e)) {
-        log_error("registry: %s", e.msg);
-        return EXIT_TUNERUN;
-    }
-    return 0;
-}
-
-/*
- * The drop-in's ExecStart= names this binary, which systemd then runs as
- * root at every start of the unit: one that someone else may replace (a
- * build tree of a user's) is said, as the profile's trust walk would.
- */
-static void warn_untrusted_binary(const char *exe)
-{
-    char at[4096];
-    struct stat st;
-    const char *why;
-    if (stat(exe, &st) == 0 && (st.st_uid != 0 || (st.st_mode & 022))) {
-        why = st.st_uid != 0 ? "belongs to another user" : "is writable by group or others";
-        snprintf(at, sizeof(at), "%s", exe);
-    } else {
-        why = path_untrusted_way(exe, 0, at, sizeof(at));
-    }
-    if (why)
-        log_warn("ExecStart= names %s, and %s %s: whoever may change it runs as root at every "
-                 "start of the unit (fix: make install, and print the drop-in with the "
-                 "installed tunerun)",
-                 exe, at, why);
+    char *pos[3];
+    int npos = 0;
+    int status = scan_options(argc, argv, o, pos, &npos);
+    return status >= 0 ? status : check_verb(o, pos, npos);
 }
 
 /*
@@ -556,6 +418,111 @@ static int stdout_status(int status)
                                                     : error ? strerror(error)
                                                             : "it failed");
     return EXIT_TUNERUN;
+}
+
+/* `tunerun profiles`: what the search path holds; 125 when it holds none. */
+static int list_profiles(const struct options *o, const struct profile_paths *paths)
+{
+    if (o->keys) {
+        report_keys(stdout);
+        return 0;
+    }
+    struct profile_listing l;
+    profile_listing(&l, paths);
+    report_profiles(stdout, &l);
+    int status = l.n ? 0 : EXIT_TUNERUN;
+    if (l.n == 0)
+        log_error("no profiles found in %s, %s", paths->dirs[0], paths->dirs[paths->n - 1]);
+    profile_listing_free(&l);
+    return status;
+}
+
+/* `tunerun topo`: the topology as a launch would see it. */
+static int show_topology(const struct options *o)
+{
+    struct facts f;
+    struct err e;
+    struct facts_request rq = {FACTS_TOPO, NULL, o->topology, o->state_dir};
+    bool ok = facts_gather(&f, &rq, &e);
+    if (!ok)
+        log_error("%s", e.msg);
+    else if (o->json)
+        report_topo_json(stdout, &f.topo);
+    else
+        report_topo_text(stdout, &f.topo);
+    facts_free(&f);
+    return ok ? 0 : EXIT_TUNERUN;
+}
+
+/* A launch or its plan: the facts gathered for the profile, then launch.c. */
+static int launch(const struct options *o, struct profile *p, const struct privs *pv)
+{
+    struct facts f;
+    struct err e;
+    struct facts_request rq = {o->verb == VERB_PLAN ? FACTS_PLAN : FACTS_LAUNCH, p, o->topology,
+                               o->state_dir};
+    int status = EXIT_TUNERUN;
+    if (!facts_gather(&f, &rq, &e)) {
+        log_error("%s", e.msg);
+    } else {
+        struct launch_options lo = {o->command, o->strict, o->json, o->state_dir != NULL};
+        status = o->verb == VERB_PLAN ? launch_plan(&lo, p, &f, pv) : launch_run(&lo, p, &f, pv);
+    }
+    facts_free(&f);
+    return status;
+}
+
+/* The verbs of a profile: run, plan, systemd, doctor. */
+static int profile_verb(const struct options *o, const struct profile_paths *paths)
+{
+    /* Until the profile names itself, messages carry the name it was asked by. */
+    const char *slash = o->profile_file ? strrchr(o->profile_file, '/') : NULL;
+    char *asked = xstrdup(o->profile_name ? o->profile_name : slash ? slash + 1 : o->profile_file);
+    char *dot = strstr(asked, ".ini");
+    if (dot && dot[4] == '\0')
+        *dot = '\0';
+    log_set_subject(*asked ? asked : NULL); /* "tunerun: : ..." says nothing */
+    struct profile p;
+    struct err e;
+    bool loaded = profile_open(&p, o->profile_name, o->profile_file, o->sets, o->nsets, paths, &e);
+    if (!loaded)
+        log_error("%s", e.msg);
+    log_set_subject(loaded ? p.name : NULL);
+    free(asked);
+    if (!loaded)
+        return EXIT_TUNERUN;
+    /*
+     * Users and groups are looked up before anything changes: a missing one
+     * is bad input, for a unit's drop-in too (it would fail at every start),
+     * and for doctor here; another root's users are not this host's.
+     */
+    struct privs pv = {0};
+    bool wanted = privs_wanted(&p);
+    int status;
+    if (wanted && (o->verb != VERB_DOCTOR || o->root == NULL) && !privs_resolve(&pv, &p, &e)) {
+        log_error("%s", e.msg);
+        status = EXIT_TUNERUN;
+    } else if (o->verb == VERB_DOCTOR) {
+        status = doctor_run(o->root, &p, o->data_dir, o->json);
+    } else if (o->verb == VERB_SYSTEMD) {
+        struct dropin_args a = {NULL,
+                                o->profile_file,
+                                o->sets,
+                                o->nsets,
+                                o->command,
+                                o->strict,
+                                o->level == LOG_QUIET     ? "-q"
+                                : o->level == LOG_VERBOSE ? "-v"
+                                                          : NULL,
+                                o->state_dir,
+                                o->profile_file == NULL && verb_word(p.name)};
+        status = systemd_run(&p, &a);
+    } else {
+        status = launch(o, &p, wanted ? &pv : NULL);
+    }
+    privs_free(&pv);
+    profile_free(&p);
+    return status;
 }
 
 int main(int argc, char **argv)
@@ -576,143 +543,20 @@ int main(int argc, char **argv)
     if (o.verb != VERB_RUN)
         process_sigpipe_restore();
     log_set_level(o.level);
-
-    bool exe_unknown;
-    char *exe_dir = exe_profile_dir(&exe_unknown);
     struct profile_paths paths;
-    build_paths(&paths, exe_dir, exe_unknown);
-    struct err e;
-    struct profile p;
-    struct facts f;
-    struct state_dir sd = {-1, NULL, false};
-
-    if (o.verb == VERB_PROFILES && o.keys) {
-        profile_list_keys(stdout);
-        status = 0;
-        goto out;
-    }
-    if (o.verb == VERB_PROFILES) {
-        status = list_profiles(&paths);
-        goto out;
-    }
-    if (o.verb == VERB_PS) {
-        status = list_services(&o, &sd);
-        goto out;
-    }
-    if (o.verb == VERB_TOPO) {
-        struct facts_request rq = {FACTS_TOPO, NULL, o.topology, o.state_dir};
-        if (!facts_gather(&f, &rq, &e)) {
-            log_error("%s", e.msg);
-            facts_free(&f);
-            status = EXIT_TUNERUN;
-            goto out;
-        }
-        if (o.json)
-            report_topo_json(stdout, &f.topo);
-        else
-            report_topo_text(stdout, &f.topo);
-        facts_free(&f);
-        status = 0;
-        goto out;
-    }
-
-    if (o.verb == VERB_DOCTOR && o.profile_name == NULL && o.profile_file == NULL) {
-        status = doctor_run(stdout, o.root, NULL, o.data_dir, o.json);
-        goto out;
-    }
-
-    /* Until the profile names itself, messages carry the name it was asked by. */
-    const char *slash = o.profile_file ? strrchr(o.profile_file, '/') : NULL;
-    char *asked = xstrdup(o.profile_name ? o.profile_name : slash ? slash + 1 : o.profile_file);
-    char *dot = strstr(asked, ".ini");
-    if (dot && dot[4] == '\0')
-        *dot = '\0';
-    log_set_subject(*asked ? asked : NULL); /* "tunerun: : ..." says nothing */
-    bool loaded = load_profile(&o, &paths, &p, &e);
-    if (!loaded)
-        log_error("%s", e.msg);
-    log_set_subject(loaded ? p.name : NULL);
-    free(asked);
-    if (!loaded) {
-        status = EXIT_TUNERUN;
-        goto out;
-    }
-    /*
-     * Users and groups are looked up before anything changes: a missing one
-     * is bad input, for a unit's drop-in too (it would fail at every start),
-     * and for doctor here; another root's users are not this host's.
-     */
-    struct privs pv = {0};
-    bool wanted = privs_wanted(&p);
-    if (wanted && (o.verb != VERB_DOCTOR || o.root == NULL) && !privs_resolve(&pv, &p, &e)) {
-        log_error("%s", e.msg);
-        profile_free(&p);
-        status = EXIT_TUNERUN;
-        goto out;
-    }
-    if (o.verb == VERB_DOCTOR) {
-        status = doctor_run(stdout, o.root, &p, o.data_dir, o.json);
-        privs_free(&pv);
-        profile_free(&p);
-        goto out;
-    }
-    if (o.verb == VERB_SYSTEMD) {
-        char exe[PATH_MAX];
-        bool known = self_exe(exe);
-        if (known)
-            warn_untrusted_binary(exe);
-        char *file = o.profile_file ? realpath(o.profile_file, NULL) : NULL;
-        /* the unit's tunerun runs elsewhere: a state directory by its absolute path */
-        char *dir = o.state_dir ? realpath(o.state_dir, NULL) : NULL;
-        if (o.state_dir && dir == NULL && o.state_dir[0] == '/')
-            dir = xstrdup(o.state_dir); /* made at the first launch */
-        if (o.state_dir && dir == NULL) {
-            log_error("--state-dir %s: %s; a unit needs it by its absolute path", o.state_dir,
-                      strerror(errno));
-            free(file);
-            privs_free(&pv);
-            profile_free(&p);
-            status = EXIT_TUNERUN;
-            goto out;
-        }
-        const char *verbosity = o.level == LOG_QUIET ? "-q" : o.level == LOG_VERBOSE ? "-v" : NULL;
-        struct dropin_args a = {known ? exe : "/usr/bin/tunerun",
-                                file,
-                                o.sets,
-                                o.nsets,
-                                o.command,
-                                o.strict,
-                                verbosity,
-                                dir,
-                                file == NULL && verb_word(p.name)};
-        struct cgroup here;
-        cgroup_detect(&here, false);
-        systemd_dropin(stdout, &p, &a, systemd_version(), here.mode == CG_UNIFIED);
-        cgroup_free(&here);
-        free(file);
-        free(dir);
-        privs_free(&pv);
-        profile_free(&p);
-        status = 0;
-        goto out;
-    }
-    struct facts_request rq = {o.verb == VERB_PLAN ? FACTS_PLAN : FACTS_LAUNCH, &p, o.topology,
-                               o.state_dir};
-    if (!facts_gather(&f, &rq, &e)) {
-        log_error("%s", e.msg);
-        status = EXIT_TUNERUN;
-    } else {
-        struct launch_options lo = {o.command, o.strict, o.json, o.state_dir != NULL};
-        status = o.verb == VERB_PLAN ? launch_plan(&lo, &p, &f, wanted ? &pv : NULL)
-                                     : launch_run(&lo, &p, &f, wanted ? &pv : NULL);
-    }
-    facts_free(&f);
-    privs_free(&pv);
-    profile_free(&p);
-out:
+    profile_paths_init(&paths, ADMIN_PROFILE_DIR, TUNERUN_DATADIR "/profiles");
+    if (o.verb == VERB_PROFILES)
+        status = list_profiles(&o, &paths);
+    else if (o.verb == VERB_PS)
+        status = ps_run(o.state_dir, o.json);
+    else if (o.verb == VERB_TOPO)
+        status = show_topology(&o);
+    else if (o.verb == VERB_DOCTOR && o.profile_name == NULL && o.profile_file == NULL)
+        status = doctor_run(o.root, NULL, o.data_dir, o.json);
+    else
+        status = profile_verb(&o, &paths);
     log_set_subject(NULL); /* the profile's name went with it */
-    state_dir_close(&sd);
-    free(exe_dir);
+    profile_paths_free(&paths);
     free(o.sets);
     /* a launch writes nothing to stdout, and what the command does with it is its own */
     return o.verb == VERB_RUN ? status : stdout_status(status);

@@ -122,11 +122,43 @@ struct profile {
 /* Directories searched for NAME.ini, in order. */
 struct profile_paths {
     const char *dirs[4];
-    const char *labels[4]; /* "admin", "source tree", "installed" */
+    const char *labels[4]; /* "admin", "next to the binary", "installed" */
     size_t n;
     /* why profiles/ next to the binary was not searched, for messages; NULL when it was */
     const char *unsearched;
+    char *exe_dir; /* profiles/ next to the binary, when there is one */
 };
+
+/*
+ * The search path: `admin` (/etc/tunerun/profiles), profiles/ next to the
+ * binary (a source tree never installed), then `installed`.
+ */
+void profile_paths_init(struct profile_paths *paths, const char *admin, const char *installed);
+void profile_paths_free(struct profile_paths *paths);
+
+/*
+ * The profile a command line names: `file` (--profile-file) or `name`
+ * along the search path, loaded, with each of `sets` (--set) applied and
+ * the whole checked; false with e naming the file:line or option at fault.
+ */
+bool profile_open(struct profile *p, const char *name, const char *file, const char *const *sets,
+                  size_t nsets, const struct profile_paths *paths, struct err *e);
+
+/* The profiles found along the search path, for `tunerun profiles`. */
+struct profile_entry {
+    char *name;         /* the file's name without .ini */
+    const char *source; /* the directory's label */
+    const char *dir;
+    char *file;
+    bool shadowed; /* a directory searched before holds one of the same name */
+};
+struct profile_listing {
+    struct profile_entry *v;
+    size_t n;
+    const char *unsearched; /* the search path's */
+};
+void profile_listing(struct profile_listing *l, const struct profile_paths *paths);
+void profile_listing_free(struct profile_listing *l);
 
 /* Find NAME.ini along the search path; NULL when absent (caller frees). */
 char *profile_find(const char *name, const struct profile_paths *paths, size_t *dir_index);
@@ -178,7 +210,7 @@ void profile_where(char *buf, size_t n, struct origin at, const char *section, c
                    const char *value);
 
 /* Every SECTION.KEY a profile or --set takes, one per line; [env] as env.NAME. */
-void profile_list_keys(FILE *f);
+bool profile_key_name(size_t i, char *buf, size_t n); /* the i-th, false past the last */
 
 /* Names used by plans and reports. */
 const char *rlimit_name(int resource);

@@ -12,6 +12,7 @@
 #include "ps.h"
 #include "procs.h"
 #include "registry.h"
+#include "log.h"
 #include "report.h"
 #include "util.h"
 
@@ -23,29 +24,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-struct ps_thread {
-    long tid;
-    char *cpus; /* its affinity, as a list */
-    bool one;   /* of one CPU */
-};
-
-struct ps_proc {
-    long pid;
-    char comm[64];
-    size_t nthreads;
-    struct ps_thread *escaped; /* threads outside the claim's CPUs */
-    size_t nescaped;
-    long long pages_elsewhere; /* pages off the claim's memory nodes; -1: not checked */
-};
-
-struct ps_claim {
-    const struct claim *c;
-    bool by_lock; /* alive by its fd lock (else by its pid) */
-    struct ps_proc *procs;
-    size_t nprocs;
-    bool inside;
-};
 
 /* Pages of a process on nodes outside `nodes`: the N<node>=<pages> fields of numa_maps. */
 static long long pages_outside(long pid, hwloc_const_bitmap_t nodes)
@@ -99,14 +77,14 @@ static void look_at(struct ps_proc *pr, const struct claim *c)
         pr->pages_elsewhere = pages_outside(pr->pid, c->mem_nodes);
 }
 
-static void gather(struct registry *r, struct ps_claim *out)
+static void gather(struct registry *r, struct ps_service *out)
 {
     size_t n = r->nclaims;
     struct pid_list *holders = xcalloc(n ? n : 1, sizeof(*holders));
     registry_holders(r, r->claims, n, true, holders);
     for (size_t i = 0; i < n; i++) {
         const struct claim *c = &r->claims[i];
-        struct ps_claim *pc = &out[i];
+        struct ps_service *pc = &out[i];
         pc->c = c;
         pc->by_lock = registry_held(r, c);
         pc->nprocs = holders[i].n;
@@ -124,7 +102,7 @@ static void gather(struct registry *r, struct ps_claim *out)
     free(holders);
 }
 
-static void free_gathered(struct ps_claim *pcs, size_t n)
+static void free_gathered(struct ps_service *pcs, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         for (size_t k = 0; k < pcs[i].nprocs; k++) {
@@ -137,134 +115,54 @@ static void free_gathered(struct ps_claim *pcs, size_t n)
     free(pcs);
 }
 
-static void ago(char *buf, size_t n, long long when)
+/*
+ * The verb: nothing to list is no error; a state directory that cannot be
+ * used is, unless it is the default one, which a user without services
+ * simply lacks.
+ */
+int ps_run(const char *state_dir, bool json)
 {
-    long long s = (long long)time(NULL) - when;
-    if (s < 0)
-        s = 0;
-    if (s < 120)
-        snprintf(buf, n, "%llds", s);
-    else if (s < 7200)
-        snprintf(buf, n, "%lldm", s / 60);
-    else if (s < 172800)
-        snprintf(buf, n, "%lldh", s / 3600);
-    else
-        snprintf(buf, n, "%lldd", s / 86400);
+    struct state_dir sd;
+    struct ps_report r = {0};
+    struct err e;
+    enum state_status st = state_dir_open(&sd, state_dir, false, &e); /* ps changes nothing */
+    int status = 0;
+    if (st == STATE_UNAVAILABLE && state_dir == NULL) {
+        r.none = e.msg; /* a user's own state directory: root's services are not in it */
+        r.not_root = geteuid() != 0;
+        report_ps(stdout, &r, json);
+    } else if (st != STATE_OK) {
+        log_error("%s%s", state_dir ? "--state-dir: " : "", e.msg);
+        status = PS_EXIT_FAILED;
+    } else if (!ps_gather(&r, &sd, &e)) {
+        log_error("registry: %s", e.msg);
+        status = PS_EXIT_FAILED;
+    } else {
+        report_ps(stdout, &r, json);
+        ps_free(&r);
+    }
+    state_dir_close(&sd);
+    return status;
 }
 
-static void print_text(FILE *f, const struct state_dir *sd, const struct ps_claim *pcs, size_t n)
+bool ps_gather(struct ps_report *r, const struct state_dir *sd, struct err *e)
 {
-    if (n == 0) {
-        fprintf(f, "no service is running under tunerun here (%s)%s\n", sd->path,
-                geteuid() != 0 ? "; root's services are listed by root" : "");
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const struct ps_claim *pc = &pcs[i];
-        const struct claim *c = pc->c;
-        char *cpus = bitmap_list(c->cpus), *nodes = bitmap_list(c->nodes),
-             *mem = bitmap_list(c->mem_nodes), since[32];
-        char name[ESCAPED_SIZE(64)], mpol[ESCAPED_SIZE(32)];
-        ago(since, sizeof(since), c->time);
-        /* the table's words, as the messages show names: one line whatever they hold */
-        fprintf(f, "%s: cpus %s, nodes %s, memory %s %s%s%s, up %s, %s\n",
-                str_escaped(name, sizeof(name), c->profile, 64), cpus, nodes,
-                str_escaped(mpol, sizeof(mpol), c->mpol && *c->mpol ? c->mpol : "?", 32), mem,
-                c->exclusive ? ", exclusive" : "", c->pool ? ", shared pool" : "", since,
-                pc->nprocs == 0 ? "processes not visible here"
-                : pc->inside    ? "inside"
-                                : "ESCAPED");
-        free(cpus);
-        free(nodes);
-        free(mem);
-        if (pc->nprocs == 0)
-            fprintf(f, "  held by processes in another pid namespace (claim %s)\n",
-                    str_escaped(name, sizeof(name), c->file, 64));
-        for (size_t k = 0; k < pc->nprocs; k++) {
-            const struct ps_proc *pr = &pc->procs[k];
-            /* a process names itself: escaped, so that it sends the terminal nothing */
-            char comm[ESCAPED_SIZE(sizeof(pr->comm))];
-            fprintf(f, "  pid %ld %s: %zu thread%s", pr->pid,
-                    str_escaped(comm, sizeof(comm), pr->comm, sizeof(pr->comm)), pr->nthreads,
-                    pr->nthreads == 1 ? "" : "s");
-            if (pr->nescaped)
-                fprintf(f, ", %zu outside the claim's CPUs", pr->nescaped);
-            if (pr->pages_elsewhere > 0)
-                fprintf(f, ", %lld pages on other nodes", pr->pages_elsewhere);
-            fputc('\n', f);
-            for (size_t t = 0; t < pr->nescaped; t++)
-                fprintf(f, "    ! thread %ld runs on CPU%s %s\n", pr->escaped[t].tid,
-                        pr->escaped[t].one ? "" : "s", pr->escaped[t].cpus);
-        }
-    }
-}
-
-static void print_json(FILE *f, const struct state_dir *sd, const struct ps_claim *pcs, size_t n)
-{
-    fprintf(f, "{\"state_dir\": ");
-    json_string(f, sd->path);
-    fprintf(f, ", \"claims\": [");
-    for (size_t i = 0; i < n; i++) {
-        const struct ps_claim *pc = &pcs[i];
-        const struct claim *c = pc->c;
-        fprintf(f, "%s\n  {\"profile\": ", i ? "," : "");
-        json_string(f, c->profile);
-        fprintf(f, ", \"file\": ");
-        json_string(f, c->file);
-        fprintf(f, ", \"cpus\": ");
-        json_list(f, c->cpus);
-        fprintf(f, ", \"nodes\": ");
-        json_list(f, c->nodes);
-        fprintf(f, ", \"mem_nodes\": ");
-        json_list(f, c->mem_nodes);
-        fprintf(f, ", \"mpol\": ");
-        json_string(f, c->mpol ? c->mpol : "");
-        fprintf(f, ", \"exclusive\": %s, \"pool\": %s, \"avoid\": [",
-                c->exclusive ? "true" : "false", c->pool ? "true" : "false");
-        for (size_t a = 0; a < c->navoid; a++) {
-            fprintf(f, "%s", a ? ", " : "");
-            json_string(f, c->avoid[a]);
-        }
-        fprintf(f,
-                "], \"since\": %lld, \"pid\": %ld, \"alive_by\": \"%s\", \"visible\": %s, "
-                "\"inside\": %s, \"processes\": [",
-                c->time, c->pid, pc->by_lock ? "lock" : "pid", pc->nprocs ? "true" : "false",
-                pc->inside ? "true" : "false");
-        for (size_t k = 0; k < pc->nprocs; k++) {
-            const struct ps_proc *pr = &pc->procs[k];
-            fprintf(f, "%s{\"pid\": %ld, \"comm\": ", k ? ", " : "", pr->pid);
-            json_string(f, pr->comm);
-            fprintf(f, ", \"threads\": %zu, \"escaped\": [", pr->nthreads);
-            for (size_t t = 0; t < pr->nescaped; t++) {
-                fprintf(f, "%s{\"tid\": %ld, \"cpus\": ", t ? ", " : "", pr->escaped[t].tid);
-                json_string(f, pr->escaped[t].cpus);
-                fputc('}', f);
-            }
-            fprintf(f, "], \"pages_elsewhere\": ");
-            if (pr->pages_elsewhere < 0)
-                fprintf(f, "null}");
-            else
-                fprintf(f, "%lld}", pr->pages_elsewhere);
-        }
-        fprintf(f, "]}");
-    }
-    fprintf(f, "%s]}\n", n ? "\n" : "");
-}
-
-bool ps_show(FILE *f, const struct state_dir *sd, bool json, struct err *e)
-{
-    struct registry r;
-    if (!registry_open(&r, sd, REGISTRY_READ, NULL, e))
+    memset(r, 0, sizeof(*r));
+    r->state_dir = sd->path;
+    r->not_root = geteuid() != 0;
+    if (!registry_open(&r->reg, sd, REGISTRY_READ, NULL, e))
         return false;
     /* the claims are read and probed: launches need not wait while /proc is searched */
-    registry_release(&r);
-    struct ps_claim *pcs = xcalloc(r.nclaims ? r.nclaims : 1, sizeof(*pcs));
-    gather(&r, pcs);
-    if (json)
-        print_json(f, sd, pcs, r.nclaims);
-    else
-        print_text(f, sd, pcs, r.nclaims);
-    free_gathered(pcs, r.nclaims);
-    registry_close(&r);
+    registry_release(&r->reg);
+    r->n = r->reg.nclaims;
+    r->v = xcalloc(r->n ? r->n : 1, sizeof(*r->v));
+    gather(&r->reg, r->v);
     return true;
+}
+
+void ps_free(struct ps_report *r)
+{
+    free_gathered(r->v, r->n);
+    registry_close(&r->reg);
+    memset(r, 0, sizeof(*r));
 }

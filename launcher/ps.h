@@ -1,18 +1,58 @@
 /*
  * ps.h - `tunerun ps`: each live claim, the processes holding it, and
  * whether every thread is still inside its CPUs (and memory inside its
- * nodes, for a bound service).
+ * nodes, for a bound service). ps.c gathers it; report.c shows it.
  */
 #ifndef TUNERUN_PS_H
 #define TUNERUN_PS_H
 
 #include <stdbool.h>
-#include <stdio.h>
+#include <stddef.h>
 
 #include "log.h"
+#include "registry.h"
 #include "state.h"
 
-/* Print them as text or JSON; false (e set) when the registry cannot be read. */
-bool ps_show(FILE *f, const struct state_dir *sd, bool json, struct err *e);
+#define PS_EXIT_FAILED 125
+
+/* A thread that left its claim's CPUs. */
+struct ps_thread {
+    long tid;
+    char *cpus; /* its affinity, as a list */
+    bool one;   /* of one CPU */
+};
+
+struct ps_proc {
+    long pid;
+    char comm[64];
+    size_t nthreads;
+    struct ps_thread *escaped; /* threads outside the claim's CPUs */
+    size_t nescaped;
+    long long pages_elsewhere; /* pages off the claim's memory nodes; -1: not checked */
+};
+
+struct ps_service {
+    const struct claim *c;
+    bool by_lock; /* alive by its fd lock (else by its pid) */
+    struct ps_proc *procs;
+    size_t nprocs;
+    bool inside; /* every thread on its CPUs, and a bound one's pages on its nodes */
+};
+
+struct ps_report {
+    const char *state_dir; /* the registry's directory, or NULL for none here */
+    const char *none;      /* why there is none, when state_dir is NULL */
+    bool not_root;         /* root's services are root's to list */
+    struct registry reg;
+    struct ps_service *v;
+    size_t n;
+};
+
+/* The verb: the services in state_dir (NULL: the default one), shown; 0, or 125. */
+int ps_run(const char *state_dir, bool json);
+
+/* What runs under the registry in sd; false (e set) when it cannot be read. */
+bool ps_gather(struct ps_report *r, const struct state_dir *sd, struct err *e);
+void ps_free(struct ps_report *r);
 
 #endif

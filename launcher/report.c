@@ -1,71 +1,22 @@
 /*
- * report.c - rendering only.
- *
- * The JSON writer is a few lines by hand: the output is small and flat,
- * and none of our libraries (hwloc, libnuma, libcap, inih) writes JSON.
+ * report.c - rendering only: what a verb writes to stdout, as text or JSON
+ * (see report.h). Names that come from outside (paths, profile and
+ * process names, a --root tree's words) are escaped in text, so that
+ * they stay one harmless line, and made valid UTF-8 in JSON.
  */
 #include "report.h"
+#include "json.h"
+#include "log.h"
 #include "util.h"
 
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MIB (1024.0 * 1024.0)
 #define GIB (1024.0 * MIB)
-
-/* A JSON string: escaped, and valid UTF-8 whatever a profile or path held. */
-void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        switch (*p) {
-        case '"':
-            fputs("\\\"", f);
-            break;
-        case '\\':
-            fputs("\\\\", f);
-            break;
-        case '\n':
-            fputs("\\n", f);
-            break;
-        case '\t':
-            fputs("\\t", f);
-            break;
-        case '\r':
-            fputs("\\r", f);
-            break;
-        default:
-            if (*p < 0x20) {
-                fprintf(f, "\\u%04x", *p);
-            } else if (*p < 0x80) {
-                fputc(*p, f);
-            } else {
-                size_t n = utf8_valid(p);
-                if (n == 0) {
-                    fputs("\\ufffd", f); /* not UTF-8: replaced, as JSON requires */
-                } else {
-                    fwrite(p, 1, n, f);
-                    p += n - 1;
-                }
-            }
-        }
-    }
-    fputc('"', f);
-}
-
-void json_field(FILE *f, const char *lead, const char *s)
-{
-    fputs(lead, f);
-    json_string(f, s);
-}
-
-/* A set in hwloc's list format; "" for an empty set in JSON. */
-void json_list(FILE *f, hwloc_const_bitmap_t set)
-{
-    char *s = hwloc_bitmap_iszero(set) ? NULL : bitmap_list(set);
-    json_string(f, s ? s : "");
-    free(s);
-}
 
 static const char *source_name(enum topo_source s)
 {
@@ -165,123 +116,132 @@ void report_plan_text(FILE *f, const struct profile *p, const struct topo *t, co
                    "--strict would refuse it.\n");
 }
 
-void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, const struct plan *pl)
+/* `near` as this machine's lookup found it: null members where it was not looked up. */
+static void near_json(struct json *j, const struct profile *p, const struct plan *pl)
 {
-    fprintf(f, "{\n  \"profile\": ");
-    json_string(f, p->name);
-    fprintf(f, ",\n  \"path\": ");
-    json_string(f, p->path);
-    fprintf(f, ",\n  \"files\": [");
-    for (size_t i = 0; i < p->nfiles; i++) {
-        fprintf(f, "%s", i ? ", " : "");
-        json_string(f, p->files[i]);
+    json_str(j, "near", p->placement.near);
+    if (pl->near == NULL) {
+        static const char *const unknown[] = {"near_status", "near_nodes", "near_disks",
+                                              "near_disks_capped", "near_found"};
+        for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++)
+            json_null(j, unknown[i]);
+        return;
     }
-    fprintf(f, "],\n  \"description\": ");
-    json_string(f, p->description);
-    fprintf(f, ",\n  \"fears\": ");
-    json_string(f, p->fears);
-    fprintf(f, ",\n  \"topology\": {\"source\": \"%s\", \"description\": ", source_name(t->source));
-    json_string(f, t->desc);
-    fprintf(f, ", \"cache\": \"%s\"", cache_name(t->cache));
-    fprintf(f, ", \"nodes\": %zu, \"cpus\": ", t->nnodes);
-    json_list(f, t->cpus);
-    fprintf(f, ", \"inherited_affinity\": ");
-    json_list(f, t->binding);
-    fprintf(f, "},\n  \"placement\": {\"cpus\": ");
-    json_list(f, pl->cpus);
-    fprintf(f, ", \"ncpus\": %d, \"nodes\": ", hwloc_bitmap_weight(pl->cpus));
-    json_list(f, pl->nodes);
-    fprintf(f, ", \"cpus_without_node\": ");
-    json_list(f, pl->nodeless);
-    fprintf(f, ", \"memory_nodes\": ");
-    json_list(f, pl->mem_nodes);
-    fprintf(f, ", \"memory_policy\": \"%s\"", plan_mpol_name(pl->mpol));
-    /* near: the path (null: none), what was found on this machine (null: not looked up) */
-    if (p->placement.near)
-        json_field(f, ", \"near\": ", p->placement.near);
-    else
-        fputs(", \"near\": null", f);
-    if (pl->near) {
-        fprintf(f,
-                ", \"near_status\": \"%s\", \"near_nodes\": ", near_status_name(pl->near->status));
-        json_list(f, pl->near->nodes);
-        fputs(", \"near_disks\": [", f);
-        for (size_t k = 0; k < pl->near->ndisks; k++) {
-            json_field(f, k ? ", {\"name\": " : "{\"name\": ", pl->near->disks[k].name);
-            fputs(", \"nodes\": ", f);
-            json_list(f, pl->near->disks[k].nodes);
-            fputc('}', f);
-        }
-        /* at the cap, there may be more disks than listed */
-        fprintf(f, "], \"near_disks_capped\": %s", pl->near->ndisks >= DISK_MAX ? "true" : "false");
-        json_field(f, ", \"near_found\": ", pl->near->what);
+    json_str(j, "near_status", near_status_name(pl->near->status));
+    json_set(j, "near_nodes", pl->near->nodes);
+    json_array(j, "near_disks");
+    for (size_t k = 0; k < pl->near->ndisks; k++) {
+        json_object(j, NULL);
+        json_str(j, "name", pl->near->disks[k].name);
+        json_set(j, "nodes", pl->near->disks[k].nodes);
+        json_end(j);
+    }
+    json_end(j);
+    json_bool(j, "near_disks_capped", pl->near->ndisks >= DISK_MAX); /* there may be more */
+    json_str(j, "near_found", pl->near->what);
+}
+
+static void privileges_json(struct json *j, const struct privs *pv)
+{
+    json_object(j, "privileges"); /* user null: unchanged */
+    if (pv->change_id) {
+        json_str(j, "user", pv->user_name);
+        json_str(j, "group", pv->group_name);
+        json_uint(j, "uid", pv->uid);
+        json_uint(j, "gid", pv->gid);
+        json_array(j, "groups");
+        for (size_t i = 0; i < pv->ngroups; i++)
+            json_uint(j, NULL, pv->groups[i]);
+        json_end(j);
     } else {
-        fputs(", \"near_status\": null, \"near_nodes\": null, \"near_disks\": null, "
-              "\"near_disks_capped\": null, \"near_found\": null",
-              f);
+        static const char *const none[] = {"user", "group", "uid", "gid", "groups"};
+        for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
+            json_null(j, none[i]);
     }
-    fprintf(f, "},\n");
-    if (pl->cgroup) {
-        const struct cgroup *cg = pl->cgroup;
-        fprintf(f, "  \"cgroup\": {\"mode\": \"%s\", \"memory\": ", cgroup_mode_name(cg->mode));
-        json_string(f, cg->path);
-        fprintf(f, ", \"v2\": %s, \"writable\": %s, \"why_not\": ", cg->v2 ? "true" : "false",
-                cgroup_writable(cg) ? "true" : "false");
-        json_string(f, cgroup_writable(cg) ? NULL : cg->why);
-        fprintf(f, ", \"unit\": ");
-        json_string(f, cg->unit[0] ? cg->unit : NULL);
-        fprintf(f, ", \"container\": %s, \"memory_limit\": %llu},\n",
-                cg->container ? "true" : "false", (unsigned long long)cg->mem_limit);
-    }
-    if (pl->privs) {
-        const struct privs *pv = pl->privs;
-        /* null: unchanged */
-        fprintf(f, "  \"privileges\": {\"user\": ");
-        if (pv->change_id) {
-            json_string(f, pv->user_name);
-            fprintf(f, ", \"group\": ");
-            json_string(f, pv->group_name);
-            fprintf(f, ", \"uid\": %lu, \"gid\": %lu, \"groups\": [", (unsigned long)pv->uid,
-                    (unsigned long)pv->gid);
-        } else {
-            fprintf(f, "null, \"group\": null, \"uid\": null, \"gid\": null, \"groups\": null");
-        }
-        for (size_t i = 0; pv->change_id && i < pv->ngroups; i++)
-            fprintf(f, "%s%lu", i ? ", " : "", (unsigned long)pv->groups[i]);
-        fprintf(f, "%s, \"capabilities\": %s", pv->change_id ? "]" : "", pv->caps ? "[" : "null");
-        for (int c = 0, first = 1; pv->caps && c < 64; c++) {
+    if (pv->caps) {
+        json_array(j, "capabilities");
+        for (int c = 0; c < 64; c++) {
             if (!(pv->keep & (UINT64_C(1) << c)))
                 continue;
             char *name = privs_cap_list(UINT64_C(1) << c);
-            fprintf(f, "%s", first ? "" : ", ");
-            json_string(f, name);
+            json_str(j, NULL, name);
             free(name);
-            first = 0;
         }
-        fprintf(f, "%s, \"no_new_privs\": %s},\n", pv->caps ? "]" : "",
-                pv->no_new_privs ? "true" : "false");
+        json_end(j);
+    } else {
+        json_null(j, "capabilities");
     }
-    fprintf(f, "  \"degraded\": %s,\n  \"notes\": [", pl->degraded ? "true" : "false");
+    json_bool(j, "no_new_privs", pv->no_new_privs);
+    json_end(j);
+}
+
+void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, const struct plan *pl)
+{
+    struct json j;
+    json_start(&j, f);
+    json_object(&j, NULL);
+    json_str(&j, "profile", p->name);
+    json_str(&j, "path", p->path);
+    json_array(&j, "files");
+    for (size_t i = 0; i < p->nfiles; i++)
+        json_str(&j, NULL, p->files[i]);
+    json_end(&j);
+    json_str(&j, "description", p->description);
+    json_str(&j, "fears", p->fears);
+    json_object(&j, "topology");
+    json_str(&j, "source", source_name(t->source));
+    json_str(&j, "description", t->desc);
+    json_str(&j, "cache", cache_name(t->cache));
+    json_uint(&j, "nodes", t->nnodes);
+    json_set(&j, "cpus", t->cpus);
+    json_set(&j, "inherited_affinity", t->binding);
+    json_end(&j);
+    json_object(&j, "placement");
+    json_set(&j, "cpus", pl->cpus);
+    json_int(&j, "ncpus", hwloc_bitmap_weight(pl->cpus));
+    json_set(&j, "nodes", pl->nodes);
+    json_set(&j, "cpus_without_node", pl->nodeless);
+    json_set(&j, "memory_nodes", pl->mem_nodes);
+    json_str(&j, "memory_policy", plan_mpol_name(pl->mpol));
+    near_json(&j, p, pl);
+    json_end(&j);
+    if (pl->cgroup) {
+        const struct cgroup *cg = pl->cgroup;
+        json_object(&j, "cgroup");
+        json_str(&j, "mode", cgroup_mode_name(cg->mode));
+        json_str(&j, "memory", cg->path);
+        json_bool(&j, "v2", cg->v2);
+        json_bool(&j, "writable", cgroup_writable(cg));
+        json_str(&j, "why_not", cgroup_writable(cg) ? NULL : cg->why);
+        json_str(&j, "unit", cg->unit[0] ? cg->unit : NULL);
+        json_bool(&j, "container", cg->container);
+        json_uint(&j, "memory_limit", cg->mem_limit);
+        json_end(&j);
+    }
+    if (pl->privs)
+        privileges_json(&j, pl->privs);
+    json_bool(&j, "degraded", pl->degraded);
+    json_array(&j, "notes");
     for (size_t i = 0; i < pl->nnotes; i++) {
-        fprintf(f, "%s\n    {\"level\": \"%s\", \"text\": ", i ? "," : "",
-                pl->notes[i].level == NOTE_WARN ? "warning" : "info");
-        json_string(f, pl->notes[i].text);
-        fputc('}', f);
+        json_object(&j, NULL);
+        json_str(&j, "level", pl->notes[i].level == NOTE_WARN ? "warning" : "info");
+        json_str(&j, "text", pl->notes[i].text);
+        json_end(&j);
     }
-    fprintf(f, "\n  ],\n  \"steps\": [");
+    json_end(&j);
+    json_array(&j, "steps");
     for (size_t i = 0; i < pl->nsteps; i++) {
         char name[64], value[512];
         plan_step_name(&pl->steps[i], name, sizeof(name));
         plan_step_value(pl, &pl->steps[i], value, sizeof(value));
-        fprintf(f, "%s\n    {\"step\": ", i ? "," : "");
-        json_string(f, name);
-        fprintf(f, ", \"value\": ");
-        json_string(f, value);
-        fprintf(f, ", \"why\": ");
-        json_string(f, pl->steps[i].why);
-        fprintf(f, ", \"required\": %s}", pl->steps[i].required ? "true" : "false");
+        json_object(&j, NULL);
+        json_str(&j, "step", name);
+        json_str(&j, "value", value);
+        json_str(&j, "why", pl->steps[i].why);
+        json_bool(&j, "required", pl->steps[i].required);
+        json_end(&j);
     }
-    fprintf(f, "\n  ]\n}\n");
+    json_finish(&j);
 }
 
 void report_topo_text(FILE *f, const struct topo *t)
@@ -372,65 +332,307 @@ void report_topo_text(FILE *f, const struct topo *t)
 
 void report_topo_json(FILE *f, const struct topo *t)
 {
-    fprintf(f, "{\n  \"source\": \"%s\",\n  \"description\": ", source_name(t->source));
-    json_string(f, t->desc);
-    fprintf(f, ",\n  \"cache\": \"%s\",\n  \"cache_note\": ", cache_name(t->cache));
-    json_string(f, t->cache_note);
-    fprintf(f, ",\n  \"memory_note\": "); /* what the nodes' meminfo left out, or null */
-    if (t->memory_note)
-        json_string(f, t->memory_note);
-    else
-        fputs("null", f);
-    fprintf(f, ",\n  \"guess\": "); /* why hwloc could only guess the machine, or null */
-    if (t->guess)
-        json_string(f, t->guess->why);
-    else
-        fputs("null", f);
-    fprintf(f, ",\n  \"cpus\": ");
-    json_list(f, t->cpus);
+    struct json j;
+    json_start(&j, f);
+    json_object(&j, NULL);
+    json_str(&j, "source", source_name(t->source));
+    json_str(&j, "description", t->desc);
+    json_str(&j, "cache", cache_name(t->cache));
+    json_str(&j, "cache_note", t->cache_note ? t->cache_note : "");
+    json_str(&j, "memory_note", t->memory_note); /* what the nodes' meminfo left out, or null */
+    json_str(&j, "guess", t->guess ? t->guess->why : NULL); /* why hwloc could only guess */
+    json_set(&j, "cpus", t->cpus);
     /* as in the text: an export's missing CPUs may be offline or outside its cpuset */
-    fprintf(f, ",\n  \"%s\": ", t->source == TOPO_HOST ? "offline" : "absent");
-    json_list(f, t->offline);
-    if (t->source == TOPO_HOST) { /* an export's is no process's */
-        fprintf(f, ",\n  \"inherited_affinity\": ");
-        json_list(f, t->binding);
-    }
+    json_set(&j, t->source == TOPO_HOST ? "offline" : "absent", t->offline);
+    if (t->source == TOPO_HOST) /* an export's is no process's */
+        json_set(&j, "inherited_affinity", t->binding);
     hwloc_bitmap_t nodeless = hwloc_bitmap_alloc();
     topo_nodeless(t, t->cpus, nodeless);
-    fprintf(f, ",\n  \"cpus_without_node\": ");
-    json_list(f, nodeless);
+    json_set(&j, "cpus_without_node", nodeless);
     hwloc_bitmap_free(nodeless);
-    fprintf(f, ",\n  \"cores\": %zu,\n  \"kinds\": [", t->ncores);
+    json_uint(&j, "cores", t->ncores);
+    json_array(&j, "kinds");
     for (size_t i = 0; i < t->nkinds; i++) {
-        fprintf(f, "%s{\"cpus\": ", i ? ", " : "");
-        json_list(f, t->kinds[i].cpus);
-        fprintf(f, ", \"label\": ");
-        json_string(f, t->kinds[i].label);
-        fputc('}', f);
+        json_object(&j, NULL);
+        json_set(&j, "cpus", t->kinds[i].cpus);
+        json_str(&j, "label", t->kinds[i].label);
+        json_end(&j);
     }
-    fprintf(f, "],\n  \"nodes\": [");
+    json_end(&j);
+    json_array(&j, "nodes");
     for (size_t i = 0; i < t->nnodes; i++) {
         const struct topo_node *n = &t->nodes[i];
-        fprintf(f, "%s\n    {\"os_index\": %u, \"cpus\": ", i ? "," : "", n->os_index);
-        json_list(f, n->cpus);
-        fprintf(f, ", \"memory\": %llu, \"free\": %llu, \"has_memory\": %s, \"subtype\": ",
-                (unsigned long long)n->mem_total, (unsigned long long)n->mem_free,
-                n->has_memory ? "true" : "false");
-        json_string(f, n->subtype);
-        fputc('}', f);
+        json_object(&j, NULL);
+        json_uint(&j, "os_index", n->os_index);
+        json_set(&j, "cpus", n->cpus);
+        json_uint(&j, "memory", n->mem_total);
+        json_uint(&j, "free", n->mem_free);
+        json_bool(&j, "has_memory", n->has_memory);
+        json_str(&j, "subtype", n->subtype);
+        json_end(&j);
     }
-    fprintf(f, "\n  ],\n  \"distances\": ");
-    if (!t->distance) {
-        fprintf(f, "null");
-    } else {
-        fputc('[', f);
+    json_end(&j);
+    if (t->distance) {
+        json_array(&j, "distances");
         for (size_t a = 0; a < t->nnodes; a++) {
-            fprintf(f, "%s[", a ? ", " : "");
+            json_array(&j, NULL);
             for (size_t b = 0; b < t->nnodes; b++)
-                fprintf(f, "%s%u", b ? ", " : "", t->distance[a * t->nnodes + b]);
-            fputc(']', f);
+                json_uint(&j, NULL, t->distance[a * t->nnodes + b]);
+            json_end(&j);
         }
-        fputc(']', f);
+        json_end(&j);
+    } else {
+        json_null(&j, "distances");
     }
-    fprintf(f, "\n}\n");
+    json_finish(&j);
+}
+
+/* ---- tunerun ps ------------------------------------------------------------- */
+
+static void ago(char *buf, size_t n, long long when)
+{
+    long long s = (long long)time(NULL) - when;
+    if (s < 0)
+        s = 0;
+    if (s < 120)
+        snprintf(buf, n, "%llds", s);
+    else if (s < 7200)
+        snprintf(buf, n, "%lldm", s / 60);
+    else if (s < 172800)
+        snprintf(buf, n, "%lldh", s / 3600);
+    else
+        snprintf(buf, n, "%lldd", s / 86400);
+}
+
+/* A process's lines: its threads, and each that left the claim's CPUs. */
+static void ps_proc_text(FILE *f, const struct ps_proc *pr)
+{
+    /* a process names itself: escaped, so that it sends the terminal nothing */
+    char comm[ESCAPED_SIZE(sizeof(pr->comm))];
+    fprintf(f, "  pid %ld %s: %zu thread%s", pr->pid,
+            str_escaped(comm, sizeof(comm), pr->comm, sizeof(pr->comm)), pr->nthreads,
+            pr->nthreads == 1 ? "" : "s");
+    if (pr->nescaped)
+        fprintf(f, ", %zu outside the claim's CPUs", pr->nescaped);
+    if (pr->pages_elsewhere > 0)
+        fprintf(f, ", %lld pages on other nodes", pr->pages_elsewhere);
+    fputc('\n', f);
+    for (size_t t = 0; t < pr->nescaped; t++)
+        fprintf(f, "    ! thread %ld runs on CPU%s %s\n", pr->escaped[t].tid,
+                pr->escaped[t].one ? "" : "s", pr->escaped[t].cpus);
+}
+
+static void ps_text(FILE *f, const struct ps_report *r)
+{
+    if (r->n == 0) {
+        fprintf(f, "no service is running under tunerun here (%s)%s\n",
+                r->state_dir ? r->state_dir : r->none,
+                r->not_root ? "; root's services are listed by root" : "");
+        return;
+    }
+    for (size_t i = 0; i < r->n; i++) {
+        const struct ps_service *ps = &r->v[i];
+        const struct claim *c = ps->c;
+        char *cpus = bitmap_list(c->cpus), *nodes = bitmap_list(c->nodes),
+             *mem = bitmap_list(c->mem_nodes), since[32];
+        char name[ESCAPED_SIZE(64)], mpol[ESCAPED_SIZE(32)];
+        ago(since, sizeof(since), c->time);
+        /* the table's words, as the messages show names: one line whatever they hold */
+        fprintf(f, "%s: cpus %s, nodes %s, memory %s %s%s%s, up %s, %s\n",
+                str_escaped(name, sizeof(name), c->profile, 64), cpus, nodes,
+                str_escaped(mpol, sizeof(mpol), c->mpol && *c->mpol ? c->mpol : "?", 32), mem,
+                c->exclusive ? ", exclusive" : "", c->pool ? ", shared pool" : "", since,
+                ps->nprocs == 0 ? "processes not visible here"
+                : ps->inside    ? "inside"
+                                : "ESCAPED");
+        free(cpus);
+        free(nodes);
+        free(mem);
+        if (ps->nprocs == 0)
+            fprintf(f, "  held by processes in another pid namespace (claim %s)\n",
+                    str_escaped(name, sizeof(name), c->file, 64));
+        for (size_t k = 0; k < ps->nprocs; k++)
+            ps_proc_text(f, &ps->procs[k]);
+    }
+}
+
+static void ps_json(FILE *f, const struct ps_report *r)
+{
+    struct json j;
+    json_start(&j, f);
+    json_object(&j, NULL);
+    json_str(&j, "state_dir", r->state_dir);
+    json_array(&j, "claims");
+    for (size_t i = 0; i < r->n; i++) {
+        const struct ps_service *ps = &r->v[i];
+        const struct claim *c = ps->c;
+        json_object(&j, NULL);
+        json_str(&j, "profile", c->profile);
+        json_str(&j, "file", c->file);
+        json_set(&j, "cpus", c->cpus);
+        json_set(&j, "nodes", c->nodes);
+        json_set(&j, "mem_nodes", c->mem_nodes);
+        json_str(&j, "mpol", c->mpol ? c->mpol : "");
+        json_bool(&j, "exclusive", c->exclusive);
+        json_bool(&j, "pool", c->pool);
+        json_array(&j, "avoid");
+        for (size_t a = 0; a < c->navoid; a++)
+            json_str(&j, NULL, c->avoid[a]);
+        json_end(&j);
+        json_int(&j, "since", c->time);
+        json_int(&j, "pid", c->pid);
+        json_str(&j, "alive_by", ps->by_lock ? "lock" : "pid");
+        json_bool(&j, "visible", ps->nprocs > 0);
+        json_bool(&j, "inside", ps->inside);
+        json_array(&j, "processes");
+        for (size_t k = 0; k < ps->nprocs; k++) {
+            const struct ps_proc *pr = &ps->procs[k];
+            json_object(&j, NULL);
+            json_int(&j, "pid", pr->pid);
+            json_str(&j, "comm", pr->comm);
+            json_uint(&j, "threads", pr->nthreads);
+            json_array(&j, "escaped");
+            for (size_t t = 0; t < pr->nescaped; t++) {
+                json_object(&j, NULL);
+                json_int(&j, "tid", pr->escaped[t].tid);
+                json_str(&j, "cpus", pr->escaped[t].cpus);
+                json_end(&j);
+            }
+            json_end(&j);
+            if (pr->pages_elsewhere < 0)
+                json_null(&j, "pages_elsewhere");
+            else
+                json_int(&j, "pages_elsewhere", pr->pages_elsewhere);
+            json_end(&j);
+        }
+        json_end(&j);
+        json_end(&j);
+    }
+    json_finish(&j);
+}
+
+void report_ps(FILE *f, const struct ps_report *r, bool json)
+{
+    if (json)
+        ps_json(f, r);
+    else
+        ps_text(f, r);
+}
+
+/* ---- tunerun doctor --------------------------------------------------------- */
+
+/*
+ * One line of the audit: what a --root tree, a cgroup path or a process
+ * put into it is shown as text, its control characters escaped, never
+ * sent to the terminal as they are.
+ */
+static void put_line(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put_line(FILE *out, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *raw = xvasprintf(fmt, ap);
+    va_end(ap);
+    size_t n = ESCAPED_SIZE(strlen(raw));
+    char *shown = xcalloc(n, 1);
+    fprintf(out, "%s\n", str_unharmful(shown, n, raw));
+    free(shown);
+    free(raw);
+}
+
+static void doctor_text(FILE *out, const struct doctor_report *r)
+{
+    put_line(out, "tunerun doctor%s%s: root %s, data %s%s", r->profile ? " " : "",
+             r->profile ? r->profile : "", r->root, r->data_dir ? r->data_dir : "/",
+             r->data_dir == NULL ? " (none named)"
+             : r->data_from_near ? " (the profile's near)"
+                                 : "");
+    if (r->fears) /* what the findings below are read against */
+        put_line(out, "fears: %s", r->fears);
+    for (size_t g = 0; g < DOCTOR_NGROUPS; g++) {
+        bool any = false;
+        for (size_t i = 0; i < r->n; i++) {
+            const struct doctor_finding *f = &r->v[i];
+            if (strcmp(f->group, doctor_groups[g][0]) != 0)
+                continue;
+            if (!any)
+                fprintf(out, "\n%s\n", doctor_groups[g][1]);
+            any = true;
+            put_line(out, "  %-4s  %-22s %s", doctor_severity_name(f->sev), f->id, f->observed);
+            if (f->why)
+                put_line(out, "        %-22s why: %s", "", f->why);
+            if (f->fix)
+                put_line(out, "        %-22s fix: %s", "", f->fix);
+            if (f->persist)
+                put_line(out, "        %-22s for good: %s", "", f->persist);
+        }
+    }
+    fprintf(out, "\nworst: %s\n", doctor_severity_name(r->worst));
+}
+
+static void doctor_json(FILE *out, const struct doctor_report *r)
+{
+    struct json j;
+    json_start(&j, out);
+    json_object(&j, NULL);
+    json_str(&j, "profile", r->profile);
+    json_str(&j, "root", r->root);
+    json_str(&j, "data_dir", r->data_dir);
+    json_bool(&j, "data_dir_from_near", r->data_from_near);
+    json_str(&j, "fears", r->fears);
+    json_str(&j, "worst", doctor_severity_name(r->worst));
+    json_array(&j, "findings");
+    for (size_t i = 0; i < r->n; i++) {
+        const struct doctor_finding *f = &r->v[i];
+        json_object(&j, NULL);
+        json_str(&j, "id", f->id);
+        json_str(&j, "group", f->group);
+        json_str(&j, "severity", doctor_severity_name(f->sev));
+        json_str(&j, "observed", f->observed);
+        json_str(&j, "why", f->why);
+        json_object(&j, "fix");
+        json_str(&j, "runtime", f->fix);
+        json_str(&j, "persistent", f->persist);
+        json_end(&j);
+        json_end(&j);
+    }
+    json_finish(&j);
+}
+
+void report_doctor(FILE *f, const struct doctor_report *r, bool json)
+{
+    if (json)
+        doctor_json(f, r);
+    else
+        doctor_text(f, r);
+}
+
+/* ---- tunerun profiles, and the drop-in of tunerun systemd -------------------- */
+
+void report_profiles(FILE *f, const struct profile_listing *l)
+{
+    if (l->unsearched) /* what is listed may not be all there is */
+        log_notice("%s", l->unsearched);
+    if (l->n > 0) /* a header over nothing would read as an empty success */
+        fprintf(f, "%-12s %-20s %s\n", "NAME", "SOURCE", "PATH");
+    for (size_t i = 0; i < l->n; i++) {
+        const struct profile_entry *e = &l->v[i];
+        /* a name is a file's, which a build tree's profiles/ lets its owner choose */
+        char shown[ESCAPED_SIZE(255)], file[ESCAPED_SIZE(255)];
+        fprintf(f, "%-12s %-20s %s/%s%s\n", str_escaped(shown, sizeof(shown), e->name, 255),
+                e->source, e->dir, str_escaped(file, sizeof(file), e->file, 255),
+                e->shadowed ? "  (shadowed)" : "");
+    }
+}
+
+void report_keys(FILE *f)
+{
+    char key[64];
+    for (size_t i = 0; profile_key_name(i, key, sizeof(key)); i++)
+        fprintf(f, "%s\n", key);
+}
+
+void report_dropin(FILE *f, const char *text)
+{
+    fputs(text, f);
 }

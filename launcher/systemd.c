@@ -9,16 +9,23 @@
  * tunerun never writes without Delegate=yes.
  */
 #include "systemd.h"
+#include "apply.h"
+#include "cgroup.h"
+#include "log.h"
+#include "report.h"
 #include "util.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <spawn.h>
 #include <stdio.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define MEMORY_THP_SINCE 260 /* systemd release that added MemoryTHP= */
 
@@ -290,4 +297,67 @@ void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *
           "#   no PrivateUsers=, @privileged allowed, and CAP_SETUID CAP_SETGID\n"
           "#   CAP_SETPCAP in CapabilityBoundingSet=, with [security] user\n",
           f);
+}
+
+/*
+ * The drop-in's ExecStart= names this binary, which systemd then runs as
+ * root at every start of the unit: one that someone else may replace (a
+ * build tree of a user's) is said, as the profile's trust walk would.
+ */
+static void warn_untrusted_binary(const char *exe)
+{
+    char at[4096];
+    struct stat st;
+    const char *why;
+    if (stat(exe, &st) == 0 && (st.st_uid != 0 || (st.st_mode & 022))) {
+        why = st.st_uid != 0 ? "belongs to another user" : "is writable by group or others";
+        snprintf(at, sizeof(at), "%s", exe);
+    } else {
+        why = path_untrusted_way(exe, 0, at, sizeof(at));
+    }
+    if (why)
+        log_warn("ExecStart= names %s, and %s %s: whoever may change it runs as root at every "
+                 "start of the unit (fix: make install, and print the drop-in with the "
+                 "installed tunerun)",
+                 exe, at, why);
+}
+
+int systemd_run(const struct profile *p, const struct dropin_args *given)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    if (n > 0)
+        warn_untrusted_binary(exe);
+    struct dropin_args a = *given;
+    a.tunerun = n > 0 ? exe : "/usr/bin/tunerun";
+    char *file = a.profile_file ? realpath(a.profile_file, NULL) : NULL;
+    /* the unit's tunerun runs elsewhere: a state directory by its absolute path */
+    char *dir = a.state_dir ? realpath(a.state_dir, NULL) : NULL;
+    if (a.state_dir && dir == NULL && a.state_dir[0] == '/')
+        dir = xstrdup(a.state_dir); /* made at the first launch */
+    if (a.state_dir && dir == NULL) {
+        log_error("--state-dir %s: %s; a unit needs it by its absolute path", a.state_dir,
+                  strerror(errno));
+        free(file);
+        return EXIT_TUNERUN;
+    }
+    a.profile_file = file;
+    a.state_dir = dir;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL) {
+        log_error("cannot compose the drop-in: %s", strerror(errno));
+        free(file);
+        free(dir);
+        return EXIT_TUNERUN;
+    }
+    systemd_dropin(f, p, &a, systemd_version(), cgroup_mode() == CG_UNIFIED);
+    fclose(f);
+    report_dropin(stdout, text);
+    free(text);
+    free(file);
+    free(dir);
+    return 0;
 }

@@ -1,5 +1,6 @@
 /*
- * systemd.h - `tunerun systemd PROFILE [-- COMMAND]`: a unit drop-in.
+ * systemd.h - `tunerun systemd PROFILE [-- COMMAND]`: a unit drop-in,
+ * composed here and written out by report.c.
  */
 #ifndef TUNERUN_SYSTEMD_H
 #define TUNERUN_SYSTEMD_H
@@ -14,9 +15,10 @@
 int systemd_version(void);
 
 /*
- * Print a drop-in whose ExecStart= runs COMMAND (or a placeholder) under
+ * A drop-in whose ExecStart= runs COMMAND (or a placeholder) under
  * `tunerun PROFILE`, with the profile's limits, OOM score, swap limit and
- * THP mode as unit settings (MemoryTHP= only for systemd >= 260).
+ * THP mode as unit settings (MemoryTHP= only for systemd >= 260), written
+ * into f.
  */
 struct dropin_args {
     const char *tunerun;      /* its absolute path */
@@ -32,5 +34,12 @@ struct dropin_args {
 
 void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *a, int version,
                     bool cgroup_v2);
+
+/*
+ * The verb: the drop-in for this binary (said when someone else may
+ * change it), with `a`'s profile file and state directory by their
+ * absolute paths, as the unit needs them; 0, or 125 (said).
+ */
+int systemd_run(const struct profile *p, const struct dropin_args *a);
 
 #endif

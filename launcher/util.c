@@ -584,3 +584,13 @@ const char *str_harmful(const char *s)
     }
     return NULL;
 }
+
+const char *sysfs_choice(const char *text, char *buf, size_t n)
+{
+    const char *open = strchr(text, '['), *close = open ? strchr(open, ']') : NULL;
+    if (!open || !close || (size_t)(close - open - 1) >= n)
+        return NULL;
+    memcpy(buf, open + 1, (size_t)(close - open - 1));
+    buf[close - open - 1] = '\0';
+    return buf;
+}

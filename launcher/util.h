@@ -78,6 +78,13 @@ const char *str_harmful(const char *s);
 size_t utf8_lead_len(unsigned char c);
 size_t utf8_valid(const unsigned char *p);
 
+/*
+ * The choice a sysfs file marks among those it lists ("always [madvise]
+ * never" -> "madvise"), into buf, or NULL: the THP mode, and block queue
+ * schedulers.
+ */
+const char *sysfs_choice(const char *text, char *buf, size_t n);
+
 /* The first line of a small file (a sysfs or procfs value), without "\n". */
 bool read_line_file(const char *path, char *buf, size_t n);
 /* That line's leading number (a sysctl, oom_score_adj); -1 when there is none. */

@@ -49,7 +49,7 @@ static const char *write_file(const char *sub, const char *name, const char *tex
 static struct profile_paths paths_in(const char *sub1, const char *sub2)
 {
     static char d1[256], d2[256];
-    struct profile_paths ps = {{0}, {0}, 0, NULL};
+    struct profile_paths ps = {{0}, {0}, 0, NULL, NULL};
     snprintf(d1, sizeof(d1), "%s/%s", tmpdir, sub1);
     ps.dirs[ps.n] = d1;
     ps.labels[ps.n++] = "admin";
@@ -79,7 +79,7 @@ static void test_shipped_profiles_load(void **state)
 {
     (void)state;
     static const char *const names[] = {"mysql", "redis", "nginx", "java"};
-    struct profile_paths ps = {{"profiles"}, {"tree"}, 1, NULL};
+    struct profile_paths ps = {{"profiles"}, {"tree"}, 1, NULL, NULL};
     for (size_t i = 0; i < 4; i++) {
         struct profile p;
         struct err e;
@@ -465,7 +465,7 @@ static void test_include_errors_name_the_chain(void **state)
     profile_free(&p);
 
     /* the same in memory, where "./" must not break the lookup by path */
-    const struct profile_paths mps = {{"/mem/etc"}, {"admin"}, 1, NULL};
+    const struct profile_paths mps = {{"/mem/etc"}, {"admin"}, 1, NULL, NULL};
     const struct profile_file files[] = {
         {"/mem/etc/top.ini", "[profile]\ninclude = ./base.ini\n"},
         {"/mem/etc/base.ini", "[memory]\nthp = sometimes\n"},
@@ -578,7 +578,7 @@ static void test_load_files(void **state)
     (void)state;
     struct profile p;
     struct err e;
-    const struct profile_paths ps = {{"/mem/etc", "/mem/share"}, {"admin", "installed"}, 2, NULL};
+    const struct profile_paths ps = {{"/mem/etc", "/mem/share"}, {"admin", "installed"}, 2, NULL, NULL};
     const struct profile_file files[] = {
         {"/mem/etc/top.ini", "[profile]\ninclude = base, mysql\n[placement]\nnodes = 2\n"},
         {"/mem/etc/base.ini", "[memory]\nthp = never\n"},
@@ -793,7 +793,7 @@ static void test_out_of_range(void **state)
 static void test_find_and_missing_file(void **state)
 {
     (void)state;
-    struct profile_paths ps = {{"/nonexistent", "profiles"}, {"a", "b"}, 2, NULL};
+    struct profile_paths ps = {{"/nonexistent", "profiles"}, {"a", "b"}, 2, NULL, NULL};
     size_t idx = 9;
     char *path = profile_find("redis", &ps, &idx);
     assert_non_null(path);

@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         part = sep ? sep + 4 : NULL;
     }
 
-    const struct profile_paths paths = {{"/fz/etc", "/fz/share"}, {"admin", "installed"}, 2, NULL};
+    const struct profile_paths paths = {{"/fz/etc", "/fz/share"}, {"admin", "installed"}, 2, NULL, NULL};
     struct profile p;
     struct err e;
     if (nfiles > 0 && profile_load_files(&p, files, nfiles, &paths, &e)) {
