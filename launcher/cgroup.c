@@ -1,6 +1,7 @@
 /*
- * cgroup.c - the cgroup mode, this process's memory cgroup, and the child
- * cgroup a service's swap policy lives in.
+ * cgroup.c - the cgroup mode, where this process stands (its memory
+ * cgroup, who owns it, its limits) and its cpuset. The child cgroup a
+ * service's swap policy lives in is cgroup_child.c's.
  *
  * Written by hand: libcgroup would do, but Debian's is for v1 tools, and
  * what is needed is small: systemd's own detection (statfs of
@@ -31,8 +32,6 @@
 #define TMPFS_MAGIC 0x01021994
 #endif
 
-#define STALE_SECONDS 60 /* a tunerun.* child this old and empty is left over */
-
 const char *cgroup_mode_name(enum cg_mode m)
 {
     static const char *const names[] = {"none", "v1 (legacy)", "hybrid", "v2 (unified)"};
@@ -62,7 +61,7 @@ enum cg_mode cgroup_mode(void)
     return (enum cg_mode)mode;
 }
 
-static bool has_word(const char *list, const char *word, char sep)
+bool cgroup_has_word(const char *list, const char *word, char sep)
 {
     size_t n = strlen(word);
     for (const char *p = list; p && *p; p = strchr(p, sep), p = p ? p + 1 : NULL)
@@ -155,7 +154,8 @@ static bool find_mount_in(const char *mountinfo, const char *option, char **poin
         if (n < 6 || fstype == NULL)
             continue;
         char *r = f[3], *pt = f[4], *opts = f[5];
-        if (option ? strcmp(fstype, "cgroup") != 0 || super == NULL || !has_word(super, option, ',')
+        if (option ? strcmp(fstype, "cgroup") != 0 || super == NULL ||
+                         !cgroup_has_word(super, option, ',')
                    : strcmp(fstype, "cgroup2") != 0)
             continue;
         mountinfo_unescape(r);
@@ -164,7 +164,7 @@ static bool find_mount_in(const char *mountinfo, const char *option, char **poin
         free(*root);
         *point = xstrdup(pt);
         *root = xstrdup(r);
-        *ro = has_word(opts, "ro", ',');
+        *ro = cgroup_has_word(opts, "ro", ',');
         found = true;
     }
     return found;
@@ -191,7 +191,7 @@ static char *own_path_in(const char *cgroups, const char *option)
             continue;
         *b = '\0';
         bool match =
-            v2 ? strncmp(line, "0:", 2) == 0 && a[1] == '\0' : has_word(a + 1, option, ',');
+            v2 ? strncmp(line, "0:", 2) == 0 && a[1] == '\0' : cgroup_has_word(a + 1, option, ',');
         if (match) {
             b[1 + strcspn(b + 1, "\n")] = '\0';
             path = xstrdup(b + 1);
@@ -371,7 +371,7 @@ char *cgroup_dir_under(const char *root, const char *option, char **path)
 }
 
 /* Whether this process is in dir: written nowhere else. */
-static bool lists_self(const char *dir)
+bool cgroup_lists_self(const char *dir)
 {
     char path[4096], *line = NULL;
     size_t cap = 0;
@@ -413,7 +413,7 @@ static bool standard_dir(const char *v1_name, const char *path, bool listed, cha
     char *pt = v1_name ? xasprintf("/sys/fs/cgroup/%s", v1_name) : xstrdup("/sys/fs/cgroup");
     char *d = dir_of(pt, "/", path);
     struct stat st;
-    if (stat(d, &st) < 0 || !S_ISDIR(st.st_mode) || (listed && !lists_self(d))) {
+    if (stat(d, &st) < 0 || !S_ISDIR(st.st_mode) || (listed && !cgroup_lists_self(d))) {
         free(pt);
         free(d);
         return false;
@@ -482,7 +482,7 @@ void cgroup_detect(struct cgroup *cg, bool limit)
         snprintf(cg->why, sizeof(cg->why), "no %s memory controller is mounted for this process",
                  cg->v2 ? "cgroup2" : "cgroup v1");
         goto out;
-    } else if ((cg->dir = dir_of(point, root, cg->path)) == NULL || !lists_self(cg->dir)) {
+    } else if ((cg->dir = dir_of(point, root, cg->path)) == NULL || !cgroup_lists_self(cg->dir)) {
         /* the path is relative to the hierarchy's root; the mount may show a subtree of it */
         snprintf(cg->why, sizeof(cg->why),
                  "this process's memory cgroup (%s) is not under the mounted cgroupfs (a cgroup "
@@ -522,7 +522,7 @@ void cgroup_detect(struct cgroup *cg, bool limit)
         snprintf(cg->why, sizeof(cg->why), "cannot write %s: %s", cg->dir, strerror(errno));
     } else if (cg->v2 &&
                (snprintf(ctl, sizeof(ctl), "%s/cgroup.controllers", cg->dir),
-                !read_line_file(ctl, ctl, sizeof(ctl)) || !has_word(ctl, "memory", ' '))) {
+                !read_line_file(ctl, ctl, sizeof(ctl)) || !cgroup_has_word(ctl, "memory", ' '))) {
         cg->owner = CG_OWN_MISSING;
         snprintf(cg->why, sizeof(cg->why),
                  "the memory controller is not enabled for %s (its parent's "
@@ -558,7 +558,7 @@ static bool holds_cpuset(const char *point)
 {
     char ctl[4096];
     snprintf(ctl, sizeof(ctl), "%s/cgroup.controllers", point);
-    return read_line_file(ctl, ctl, sizeof(ctl)) && has_word(ctl, "cpuset", ' ');
+    return read_line_file(ctl, ctl, sizeof(ctl)) && cgroup_has_word(ctl, "cpuset", ' ');
 }
 
 void cgroup_cpuset(char **cpus, char **mems)
@@ -606,283 +606,8 @@ void cgroup_free(struct cgroup *cg)
     memset(cg, 0, sizeof(*cg));
 }
 
-/* ---- entering a child ---------------------------------------------------- */
-
-static char entered[4096], left_from[4096]; /* for cgroup_leave() */
-static bool left_v2;
-
-/* value into `file` of the cgroup directory open at dfd */
-static int write_at(int dfd, const char *file, const char *value)
+void cgroup_forget_self(void)
 {
-    int fd = openat(dfd, file, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return errno;
-    ssize_t w = write(fd, value, strlen(value));
-    int error = w < 0 ? errno : 0;
-    if (close(fd) < 0 && error == 0)
-        error = errno;
-    return error;
-}
-
-static int open_dir(const char *dir)
-{
-    return open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-}
-
-static int write_file(const char *dir, const char *file, const char *value)
-{
-    int dfd = open_dir(dir);
-    if (dfd < 0)
-        return errno;
-    int error = write_at(dfd, file, value);
-    close(dfd);
-    return error;
-}
-
-/*
- * Move this process into dir. Writing a pid to cgroup.procs takes the
- * kernel's cgroup_threadgroup_rwsem for writing, which waits for an RCU
- * grace period unless a move happened moments before: about 7.5 ms per
- * launch here when launches are seconds apart. On v1, "0" written to
- * `tasks` moves the calling thread alone and skips that lock (the kernel
- * needs no threadgroup stability for current): 65 us. tunerun has one
- * thread, and the exec that follows keeps this thread's cgroup. v2 has no
- * `tasks` for domain cgroups, so there it pays the grace period.
- */
-static int move_self_at(int dfd, bool v2)
-{
-    free(cgroup_cache); /* read again if asked: this process is about to move */
+    free(cgroup_cache);
     cgroup_cache = NULL;
-    if (!v2) {
-        int error = write_at(dfd, "tasks", "0");
-        /* a delegation may grant cgroup.procs alone (cgcreate -a without -t) */
-        if (error != EACCES && error != EPERM && error != ENOENT)
-            return error;
-    }
-    char pid[32];
-    snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-    return write_at(dfd, "cgroup.procs", pid);
-}
-
-static int move_self(const char *dir, bool v2)
-{
-    int dfd = open_dir(dir);
-    if (dfd < 0)
-        return errno;
-    int error = move_self_at(dfd, v2);
-    close(dfd);
-    return error;
-}
-
-/* Empty tunerun.* children of dir that services before this one left: rmdir keeps any in use. */
-static void sweep(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    time_t now = time(NULL);
-    while (d && (e = readdir(d)) != NULL) {
-        struct stat st;
-        char path[4096];
-        if (strncmp(e->d_name, "tunerun.", 8) != 0 ||
-            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
-            continue;
-        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_mtime < now - STALE_SECONDS)
-            rmdir(path); /* EBUSY while a process is in it */
-    }
-    if (d)
-        closedir(d);
-}
-
-/*
- * One child per profile and value, shared by every launch that asks for
- * the same: tunerun.mysql.swappiness-1. A launch then costs one move (a
- * mkdir and a write only the first time), the number of children stays
- * that of the profiles in use however often services restart, and the
- * kernel keeps no dying memory cgroup per launch. The values are in the
- * name, so two launches sharing a child never disagree about it.
- */
-static bool child_name(char *child, size_t n, const char *dir, const char *name, bool v2,
-                       int swappiness, bool set_swap_max, uint64_t swap_max)
-{
-    int len;
-    if (!v2 && swappiness >= 0)
-        len = snprintf(child, n, "%s/tunerun.%s.swappiness-%d", dir, name, swappiness);
-    else if (v2 && set_swap_max && swap_max == UINT64_MAX)
-        len = snprintf(child, n, "%s/tunerun.%s.swap_max-max", dir, name);
-    else if (v2 && set_swap_max)
-        len = snprintf(child, n, "%s/tunerun.%s.swap_max-%llu", dir, name,
-                       (unsigned long long)swap_max);
-    else
-        len = snprintf(child, n, "%s/tunerun.%s", dir, name);
-    /* cut, the values would be gone from the name, and launches asking for others share it */
-    return len >= 0 && (size_t)len < n;
-}
-
-static bool created;  /* this launch made `entered` (cgroup_leave removes only that) */
-static bool enabled;  /* this launch enabled the memory controller for the parent's children */
-static uid_t made_by; /* who made the child, when that is why it was not entered */
-
-/* The step enter_once() names when the child is someone else's. */
-static const char not_ours[] = "owner";
-
-static int enter_once(const char *dir, const char *child, bool v2, int swappiness,
-                      bool set_swap_max, uint64_t swap_max, const char **step, const char **in)
-{
-    char value[32];
-    struct stat st;
-    *step = "mkdir";
-    *in = child;
-    created = mkdir(child, 0755) == 0;
-    if (!created && errno != EEXIST)
-        return errno;
-    /*
-     * The child, found or made, must be this user's: one that whoever may
-     * write the parent (a delegated cgroup) made, or put in the place of
-     * ours, is theirs to set limits in, and the service would live by them
-     * (a memory limit is an OOM kill). Its owner is checked on the very
-     * directory the writes then go through; a cgroupfs has no symlinks,
-     * but an existing name is checked, not trusted.
-     */
-    int cfd = open_dir(child);
-    if (cfd < 0)
-        return errno == ELOOP ? ENOTDIR : errno;
-    int error = 0;
-    if (fstat(cfd, &st) < 0) {
-        error = errno;
-        goto out;
-    }
-    if (st.st_uid != geteuid()) {
-        made_by = st.st_uid;
-        *step = not_ours;
-        error = EPERM;
-        goto out;
-    }
-    if (!v2 && swappiness >= 0) {
-        /* v1: the value first (again, if the child was there), then the move */
-        snprintf(value, sizeof(value), "%d", swappiness);
-        *step = "memory.swappiness";
-        if ((error = write_at(cfd, *step, value)) != 0)
-            goto out;
-    }
-    *step = v2 ? "cgroup.procs" : "tasks";
-    error = move_self_at(cfd, v2);
-    if (error || !v2 || !set_swap_max)
-        goto out;
-    /*
-     * v2: a controller reaches a child only through its parent's
-     * subtree_control, and a cgroup with processes may enable none (no
-     * internal processes): so move first, then enable, then set.
-     */
-    char ctl[1024], path[4096];
-    if (snprintf(path, sizeof(path), "%s/cgroup.subtree_control", dir) >= (int)sizeof(path)) {
-        *step = "cgroup.subtree_control";
-        *in = dir;
-        error = ENAMETOOLONG;
-        goto out;
-    }
-    bool known = read_line_file(path, ctl, sizeof(ctl));
-    if (!known || !has_word(ctl, "memory", ' ')) {
-        *step = "cgroup.subtree_control";
-        *in = dir;
-        if ((error = write_file(dir, *step, "+memory")) != 0)
-            goto out;
-        /*
-         * Ours to take back only where it was surely off, and below the
-         * root: the root cgroup takes processes back with it on, and its
-         * children are every other service's
-         */
-        char type[4096];
-        enabled = known &&
-                  snprintf(type, sizeof(type), "%s/cgroup.type", dir) < (int)sizeof(type) &&
-                  access(type, F_OK) == 0;
-    }
-    *in = child;
-    if (swap_max == UINT64_MAX)
-        snprintf(value, sizeof(value), "max");
-    else
-        snprintf(value, sizeof(value), "%llu", (unsigned long long)swap_max);
-    *step = "memory.swap.max";
-    error = write_at(cfd, *step, value);
-out:
-    close(cfd);
-    return error;
-}
-
-/*
- * Undo what enter_once() enabled in dir's cgroup.subtree_control: a cgroup
- * v2 parent below the root with a controller enabled for its children
- * takes no process back (no internal processes), and is no longer the
- * parent it was. Only this launch's +memory, where it was off: no child of
- * it had memory settings then, and only one made in the moments until a
- * failed launch takes it back could lose its own (the kernel refuses
- * -memory only while a child enables it for its own children: EBUSY).
- */
-static void disable_memory(const char *dir)
-{
-    if (enabled && write_file(dir, "cgroup.subtree_control", "-memory") == 0)
-        enabled = false;
-}
-
-bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bool set_swap_max,
-                  uint64_t swap_max, char *where, size_t where_n, struct err *e)
-{
-    char child[4096];
-    int error;
-    const char *step, *in;
-    if (!child_name(child, sizeof(child), dir, name, v2, swappiness, set_swap_max, swap_max)) {
-        error = ENAMETOOLONG;
-        child_name(child, sizeof(child), "", name, v2, swappiness, set_swap_max, swap_max);
-        snprintf(where, where_n, "%s", dir);
-        err_errno(e, error, "cannot make %s in this process's cgroup: %s (its path is %zu bytes)",
-                  child + 1, strerror(error), strlen(dir));
-        return false;
-    }
-    sweep(dir);
-    snprintf(where, where_n, "%s", child);
-    /*
-     * Another launch removed the empty child between our mkdir and the
-     * writes in it (its sweep, or a failed launch leaving it): ENOENT
-     * where the name is gone, ENODEV from a file opened in it just before.
-     */
-    for (int tries = 0; tries < 3; tries++) {
-        error = enter_once(dir, child, v2, swappiness, set_swap_max, swap_max, &step, &in);
-        if ((error != ENOENT && error != ENODEV) || strcmp(in, child) != 0)
-            break;
-    }
-    if (error != 0) {
-        if (step == not_ours) { /* refused before any move: nothing to undo */
-            err_errno(e, error,
-                      "%s: made by uid %u, not by tunerun's (uid %u): a cgroup another user "
-                      "can set limits in is not entered (remove it: rmdir %s)",
-                      in, (unsigned)made_by, (unsigned)geteuid(), in);
-            return false;
-        }
-        /* back to where it was: on v2 only once the parent's +memory, if ours, is gone again */
-        bool back = !lists_self(child) || (disable_memory(dir), move_self(dir, v2) == 0);
-        err_errno(e, error, "%s/%s: %s%s%s", in, step, strerror(error),
-                  error == EBUSY ? " (other processes share this cgroup: cgroup v2 lets a cgroup "
-                                   "with processes enable no controller for its children)"
-                                 : "",
-                  back ? ""
-                       : "; still in the child: its parent takes no process back, and a "
-                         "later launch removes it once empty");
-        if (back && created)
-            rmdir(child);
-        return false;
-    }
-    snprintf(entered, sizeof(entered), "%s", child);
-    snprintf(left_from, sizeof(left_from), "%s", dir);
-    left_v2 = v2;
-    return true;
-}
-
-void cgroup_leave(void)
-{
-    if (entered[0] == '\0')
-        return;
-    disable_memory(left_from);
-    move_self(left_from, left_v2);
-    if (created)
-        rmdir(entered); /* fails, as it should, while another launch's service is in it */
-    entered[0] = '\0';
 }

@@ -112,4 +112,13 @@ bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bo
  */
 void cgroup_leave(void);
 
+/* ---- between cgroup.c and cgroup_child.c ------------------------------------ */
+
+/* Whether word is one of list's, separated by sep (a controller, a mount option). */
+bool cgroup_has_word(const char *list, const char *word, char sep);
+/* Whether this process is in dir: its cgroup.procs lists it. */
+bool cgroup_lists_self(const char *dir);
+/* This process's /proc/self/cgroup, as read once, forgotten: it is about to move. */
+void cgroup_forget_self(void);
+
 #endif

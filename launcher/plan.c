@@ -161,10 +161,18 @@ void plan_step_value(const struct plan *pl, const struct plan_step *s, char *buf
             free(gives);
         }
         break;
-    case STEP_PRIVILEGES:
-        list = privs_describe(s->u.privileges.pv);
-        snprintf(buf, n, "%s", list);
+    case STEP_PRIVILEGES: {
+        /* what the profile asks, from the step alone: privs_describe() also asks the kernel */
+        const struct privs *pv = s->u.privileges.pv;
+        list = pv->caps ? privs_cap_list(pv->keep) : NULL;
+        snprintf(buf, n, "%s%s%s%s%s", pv->change_id ? "user " : "",
+                 pv->change_id ? pv->user_name : "",
+                 !list           ? ""
+                 : pv->change_id ? ", keeps "
+                                 : "keeps ",
+                 list ? list : "", pv->no_new_privs ? ", no_new_privs" : "");
         break;
+    }
     case STEP_RLIMITS_FINAL:
         buf[0] = '\0';
         for (size_t i = 0; i < pl->nsteps && len < n; i++) {

@@ -23,10 +23,7 @@
  * registry_check()) and a few others in turn; with a thousand shared
  * services running, a launch reads their lines but probes few of them.
  *
- * Lines are parsed here by hand rather than with inih, as profiles are:
- * every launch reads every claim, and one line each keeps that to a split
- * per line. Every value is a profile name, an hwloc list or a number, none
- * with a space. Unknown keys are skipped, so a newer tunerun can add some.
+ * A claim's own words, and its witness, are claim.c's.
  */
 #include "registry.h"
 #include "parse.h"
@@ -46,255 +43,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LOCK_NAME    "lock"
-#define TABLE_NAME   "claims"
-#define CLAIM_PREFIX "claim."
-#define TABLE_MAX    (4u << 20) /* ten thousand lines: a thousand services and their past */
-#define CLAIM_MAX    (64u << 10)
-#define ENDED_KEPT   256 /* launch keys whose last placement is remembered */
-#define ENDED_TOKEN  "ended"
-#define CHECK_ALL    64 /* up to this many claims, a launch probes them all */
-#define CHECK_BATCH  16 /* past it, this many others in turn, beyond what it depends on */
+#define LOCK_NAME   "lock"
+#define TABLE_NAME  "claims"
+#define TABLE_MAX   (4u << 20) /* ten thousand lines: a thousand services and their past */
+#define CLAIM_MAX   (64u << 10)
+#define ENDED_KEPT  256 /* launch keys whose last placement is remembered */
+#define CHECK_ALL   64  /* up to this many claims, a launch probes them all */
+#define CHECK_BATCH 16  /* past it, this many others in turn, beyond what it depends on */
 
 static const char table_header[] =
     "# tunerun claims, one line per service; each lives while its claim file is held\n";
 static const char claim_header[] =
     "# a service launched by tunerun; its claim lives while a process holds this file\n";
-
-void claim_free(struct claim *c)
-{
-    free(c->file);
-    free(c->profile);
-    free(c->mpol);
-    hwloc_bitmap_free(c->cpus);
-    hwloc_bitmap_free(c->nodes);
-    hwloc_bitmap_free(c->mem_nodes);
-    for (size_t i = 0; i < c->navoid; i++)
-        free(c->avoid[i]);
-    free(c->avoid);
-    memset(c, 0, sizeof(*c));
-}
-
-static void claim_init(struct claim *c)
-{
-    memset(c, 0, sizeof(*c));
-    c->cpus = hwloc_bitmap_alloc();
-    c->nodes = hwloc_bitmap_alloc();
-    c->mem_nodes = hwloc_bitmap_alloc();
-}
-
-static void claim_copy(struct claim *to, const struct claim *from)
-{
-    claim_init(to);
-    to->file = from->file ? xstrdup(from->file) : NULL;
-    to->profile = xstrdup(from->profile);
-    memcpy(to->key, from->key, sizeof(to->key));
-    hwloc_bitmap_copy(to->cpus, from->cpus);
-    hwloc_bitmap_copy(to->nodes, from->nodes);
-    hwloc_bitmap_copy(to->mem_nodes, from->mem_nodes);
-    to->mpol = from->mpol ? xstrdup(from->mpol) : NULL;
-    to->exclusive = from->exclusive;
-    to->pool = from->pool;
-    to->avoid = xcalloc(from->navoid ? from->navoid : 1, sizeof(char *));
-    for (size_t i = 0; i < from->navoid; i++)
-        to->avoid[i] = xstrdup(from->avoid[i]);
-    to->navoid = from->navoid;
-    to->pid = from->pid;
-    to->pidns = from->pidns;
-    to->start = from->start;
-    memcpy(to->boot_id, from->boot_id, sizeof(to->boot_id));
-    to->time = from->time;
-}
-
-/* ---- one claim as one line -------------------------------------------- */
-
-static char *format_record(const struct claim *c, const char *file)
-{
-    char *cpus = bitmap_list(c->cpus), *nodes = bitmap_list(c->nodes),
-         *mem = bitmap_list(c->mem_nodes);
-    char *avoid = xstrdup("");
-    for (size_t i = 0; i < c->navoid; i++) {
-        char *a = xasprintf("%s%s%s", avoid, i ? "," : "", c->avoid[i]);
-        free(avoid);
-        avoid = a;
-    }
-    char *line = xasprintf("%s profile=%s key=%s cpus=%s nodes=%s mem_nodes=%s mpol=%s "
-                           "exclusive=%s pool=%s avoid=%s pid=%ld pidns=%llu start=%llu "
-                           "boot_id=%s time=%lld\n",
-                           file, c->profile, c->key, cpus, nodes, mem, c->mpol ? c->mpol : "",
-                           c->exclusive ? "yes" : "no", c->pool ? "yes" : "no", avoid, c->pid,
-                           c->pidns, c->start, c->boot_id, c->time);
-    free(cpus);
-    free(nodes);
-    free(mem);
-    free(avoid);
-    return line;
-}
-
-/* "ended claim.X profile=...": where a claim ran, kept after it ended */
-static char *format_ended(const struct claim *c)
-{
-    char *line = format_record(c, c->file), *ended = xasprintf(ENDED_TOKEN " %s", line);
-    free(line);
-    return ended;
-}
-
-/* A bounded copy: snprintf would do, at ten times the cost, a dozen times per claim. */
-static void copy_field(char *dst, size_t n, const char *v)
-{
-    size_t len = strnlen(v, n - 1);
-    memcpy(dst, v, len);
-    dst[len] = '\0';
-}
-
-static bool parse_yes(const char *v, bool *out)
-{
-    if (strcmp(v, "yes") == 0 || strcmp(v, "no") == 0) {
-        *out = v[0] == 'y';
-        return true;
-    }
-    return parse_bool(v, out);
-}
-
-static bool parse_ull(const char *v, unsigned long long *out)
-{
-    unsigned long long n = 0;
-    if (*v == '\0')
-        return false;
-    for (; *v; v++) {
-        unsigned d = (unsigned)(*v - '0');
-        if (d > 9 || n > (~0ULL - d) / 10)
-            return false;
-        n = n * 10 + d;
-    }
-    *out = n;
-    return true;
-}
-
-/*
- * One key=value. Keys are told apart by their first letter, then length and
- * bytes: this runs sixteen times per claim, a thousand claims per launch.
- */
-static bool parse_field(struct claim *c, const char *key, size_t klen, const char *v)
-{
-    unsigned long long n;
-#define IS(name) (klen == sizeof(name) - 1 && memcmp(key, name, sizeof(name) - 1) == 0)
-    switch (key[0]) {
-    case 'a':
-        if (IS("avoid")) {
-            char *list = xstrdup(v), *save = NULL;
-            for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                c->avoid = xrealloc(c->avoid, (c->navoid + 1) * sizeof(*c->avoid));
-                c->avoid[c->navoid++] = xstrdup(t);
-            }
-            free(list);
-        }
-        break;
-    case 'b':
-        if (IS("boot_id"))
-            copy_field(c->boot_id, sizeof(c->boot_id), v);
-        break;
-    case 'c':
-        if (IS("cpus"))
-            return bitmap_parse(c->cpus, v);
-        break;
-    case 'e':
-        if (IS("exclusive"))
-            return parse_yes(v, &c->exclusive);
-        break;
-    case 'k':
-        if (IS("key"))
-            copy_field(c->key, sizeof(c->key), v);
-        break;
-    case 'm':
-        if (IS("mem_nodes"))
-            return bitmap_parse(c->mem_nodes, v);
-        if (IS("mpol")) {
-            free(c->mpol);
-            c->mpol = xstrdup(v);
-        }
-        break;
-    case 'n':
-        if (IS("nodes"))
-            return bitmap_parse(c->nodes, v);
-        break;
-    case 'p':
-        if (IS("profile")) {
-            free(c->profile);
-            c->profile = xstrdup(v);
-        } else if (IS("pid")) {
-            if (!parse_ull(v, &n) || n > (1ULL << 30))
-                return false;
-            c->pid = (long)n;
-        } else if (IS("pidns")) {
-            return parse_ull(v, &c->pidns);
-        } else if (IS("pool")) {
-            return parse_yes(v, &c->pool);
-        }
-        break;
-    case 's':
-        if (IS("start"))
-            return parse_ull(v, &c->start);
-        break;
-    case 't':
-        if (IS("time")) {
-            if (!parse_ull(v, &n))
-                return false;
-            c->time = (long long)n;
-        }
-        break;
-    }
-#undef IS
-    return true;
-}
-
-/*
- * Parse one line (modified in place): a claim, its file's name first, or an
- * `ended` placement. False for anything else.
- */
-static bool parse_record(char *line, struct claim *c, bool *ended)
-{
-    char *p = line, *tok = line;
-    while (*p && *p != ' ')
-        p++;
-    if (*p)
-        *p++ = '\0';
-    *ended = strcmp(tok, ENDED_TOKEN) == 0;
-    if (*ended) {
-        for (tok = p; *p && *p != ' '; p++)
-            ;
-        if (*p)
-            *p++ = '\0';
-    }
-    if (strncmp(tok, CLAIM_PREFIX, strlen(CLAIM_PREFIX)) != 0 || strchr(tok, '/'))
-        return false;
-    c->file = xstrdup(tok);
-    while (*p) {
-        char *key = p;
-        while (*p && *p != '=' && *p != ' ')
-            p++;
-        if (*p != '=')
-            return false;
-        size_t klen = (size_t)(p - key);
-        char *v = ++p;
-        while (*p && *p != ' ')
-            p++;
-        if (*p)
-            *p++ = '\0';
-        if (!parse_field(c, key, klen, v))
-            return false;
-    }
-    return c->profile != NULL && !hwloc_bitmap_iszero(c->cpus);
-}
-
-bool registry_parse_line(const char *line, struct claim *c, bool *ended)
-{
-    char *copy = xstrdup(line);
-    claim_init(c);
-    bool ok = parse_record(copy, c, ended);
-    free(copy);
-    return ok;
-}
 
 /*
  * Call fn on each whole line of the file at fd that is not a comment. A
@@ -348,74 +108,6 @@ static int each_line(int fd, size_t max, size_t *torn, size_t *broken,
     return error;
 }
 
-/* ---- liveness ------------------------------------------------------------ */
-
-/*
- * Whether a zombie's process still has threads running: its leader called
- * pthread_exit() (only a leader lingers as a zombie; other threads go at
- * once), so /proc/PID/task lists more than it.
- */
-static bool threads_left(const char *stat_path)
-{
-    char task[64];
-    int len = (int)strlen(stat_path) - (int)strlen("stat");
-    snprintf(task, sizeof(task), "%.*stask", len > 0 ? len : 0, stat_path);
-    DIR *d = opendir(task);
-    size_t n = 0;
-    for (struct dirent *e; d && (e = readdir(d)) != NULL && n < 2;)
-        n += e->d_name[0] != '.';
-    if (d)
-        closedir(d);
-    return n > 1;
-}
-
-/*
- * Field 22 of /proc/PID/stat: the start time in clock ticks after boot;
- * false for a process that has ended (a zombie its parent has yet to
- * reap runs nothing, and holds no CPU).
- */
-static bool start_time(const char *stat_path, unsigned long long *start)
-{
-    char buf[1024];
-    if (!read_line_file(stat_path, buf, sizeof(buf)))
-        return false;
-    char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-    if (p == NULL || p[1] != ' ' || p[2] == 'X' || (p[2] == 'Z' && !threads_left(stat_path)))
-        return false;
-    p++;
-    for (int field = 2; field < 21; field++) {
-        p = strchr(p + 1, ' ');
-        if (p == NULL)
-            return false;
-    }
-    return sscanf(p, " %llu", start) == 1;
-}
-
-void registry_witness(struct witness *w)
-{
-    struct stat st;
-    const char *id = boot_id();
-    memset(w, 0, sizeof(*w));
-    if (stat("/proc/self/ns/pid", &st) < 0 || id == NULL ||
-        !start_time("/proc/self/stat", &w->start))
-        return;
-    w->pidns = st.st_ino;
-    snprintf(w->boot_id, sizeof(w->boot_id), "%s", id);
-    w->known = true;
-}
-
-static bool pid_alive(const struct registry *r, const struct claim *c)
-{
-    unsigned long long now;
-    char path[64];
-    if (c->pid <= 0 || !r->self.known)
-        return false;
-    if (r->self.pidns != c->pidns || strcmp(r->self.boot_id, c->boot_id) != 0)
-        return false; /* its pid means nothing here: only the fd lock can speak for it */
-    snprintf(path, sizeof(path), "/proc/%ld/stat", c->pid);
-    return start_time(path, &now) && now == c->start;
-}
-
 enum held { HELD, NOT_HELD, GONE };
 
 /* The whole file, for the claim's holders (F_RDLCK) or a probe (F_WRLCK). */
@@ -448,7 +140,7 @@ bool registry_held(const struct registry *r, const struct claim *c)
 
 bool registry_pid_alive(const struct registry *r, const struct claim *c)
 {
-    return pid_alive(r, c);
+    return claim_pid_alive(&r->self, c);
 }
 
 void registry_holders(const struct registry *r, const struct claim *claims, size_t n,
@@ -460,7 +152,7 @@ void registry_holders(const struct registry *r, const struct claim *claims, size
         struct stat st;
         if (fstatat(r->sd->fd, claims[i].file, &st, AT_SYMLINK_NOFOLLOW) == 0)
             ids[i] = (struct file_id){st.st_ino};
-        witness[i] = pid_alive(r, &claims[i]) ? claims[i].pid : 0;
+        witness[i] = claim_pid_alive(&r->self, &claims[i]) ? claims[i].pid : 0;
     }
     /* one pass over /proc for all of them */
     procs_holding(ids, n, procs_mount_dev(r->sd->fd), witness, witness_too, out);
@@ -533,7 +225,7 @@ static void keep(struct registry *r, struct claim *c)
 static bool alive_or_prune(struct registry *r, struct claim *c)
 {
     enum held h = probe(r, c->file);
-    if (h == HELD || (h == NOT_HELD && pid_alive(r, c)))
+    if (h == HELD || (h == NOT_HELD && claim_pid_alive(&r->self, c)))
         return true;
     if (r->readonly) {
         if (h != GONE && c->key[0]) { /* in memory only: a plan shows the restart's placement */
@@ -550,7 +242,7 @@ static bool alive_or_prune(struct registry *r, struct claim *c)
     } else {
         c->key[0] = '\0'; /* its launch never ran (or failed): no placement to go back to */
     }
-    char *line = format_ended(c);
+    char *line = claim_format_ended(c);
     pend(r, line);
     free(line);
     if (c->key[0]) {
@@ -595,9 +287,9 @@ static bool write_table(struct registry *r, const char *extra, struct err *e)
     size_t *lens = xcalloc(n, sizeof(size_t)), k = 0;
     bufs[k++] = table_header;
     for (size_t i = first; i < r->nended; i++)
-        bufs[k++] = format_ended(&r->ended[i]);
+        bufs[k++] = claim_format_ended(&r->ended[i]);
     for (size_t i = 0; i < r->nclaims; i++)
-        bufs[k++] = format_record(&r->claims[i], r->claims[i].file);
+        bufs[k++] = claim_format(&r->claims[i], r->claims[i].file);
     if (extra)
         bufs[k++] = extra;
     for (size_t i = 0; i < n; i++)
@@ -670,7 +362,7 @@ static void on_table_line(char *line, void *arg)
     bool ended;
     tr->r->lines++;
     claim_init(&c);
-    if (!parse_record(line, &c, &ended)) {
+    if (!claim_parse(line, &c, &ended)) {
         tr->bad = true;
         claim_free(&c);
     } else if (ended) {
@@ -771,7 +463,7 @@ static void rebuild(struct registry *r)
             char *p = strtok_r(text, "\n", &save);
             while (p && *p == '#')
                 p = strtok_r(NULL, "\n", &save);
-            if (p && (!parse_record(p, &c, &ended) || ended)) {
+            if (p && (!claim_parse(p, &c, &ended) || ended)) {
                 free(c.file);
                 c.file = NULL;
             }
@@ -957,7 +649,7 @@ static void cut_line(struct registry *r, const char *line)
 int registry_claim(struct registry *r, const struct claim *c, char *name, size_t n, struct err *e)
 {
     snprintf(name, n, CLAIM_PREFIX "%s.%016llx", c->profile, state_random());
-    char *line = format_record(c, name);
+    char *line = claim_format(c, name);
     /*
      * The table first: a launch killed between the two leaves a line whose
      * file is missing, which the next reader passes over; the other order
@@ -1010,7 +702,7 @@ bool registry_update(struct registry *r, size_t i, hwloc_const_bitmap_t cpus,
     /* Its file too, or a rebuild would restore the CPUs it gave up. */
     int fd = openat(r->sd->fd, c->file, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
     const char *why = fd < 0 ? strerror(errno) : state_distrust(fd);
-    char *line = format_record(c, c->file);
+    char *line = claim_format(c, c->file);
     char *text = xasprintf("%s%s", claim_header, line);
     size_t len = strlen(text);
     /* over the old text, then cut: a crash between leaves a whole line, never an empty file */

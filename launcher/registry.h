@@ -28,43 +28,10 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "claim.h"
 #include "log.h"
 #include "state.h"
 #include "util.h"
-
-#define CLAIM_KEY_LEN 16
-
-struct claim {
-    char *file; /* its claim file's name in the state directory */
-    char *profile;
-    char key[CLAIM_KEY_LEN + 1]; /* the launch's identity (profile and command), hex */
-    hwloc_bitmap_t cpus, nodes, mem_nodes;
-    char *mpol; /* the memory policy it was given: "bind", "preferred", ... */
-    bool exclusive;
-    bool pool; /* shared and placed on every CPU it could have: it can yield some */
-    char **avoid;
-    size_t navoid;
-    long pid;                 /* in the pid namespace below */
-    unsigned long long pidns; /* inode of the writer's pid namespace */
-    unsigned long long start; /* the pid's start time, clock ticks after boot */
-    char boot_id[40];
-    long long time; /* when it was claimed, seconds since the epoch */
-};
-
-/*
- * What a claim records of the process that made it, besides the lock on
- * its file: its pid namespace, its start time and this boot, so that a
- * pid is taken for the claimer only where it is that process (see
- * pid_alive() in registry.c).
- */
-struct witness {
-    bool known; /* false: /proc could not say, and claims keep no pid */
-    unsigned long long pidns, start;
-    char boot_id[40];
-};
-
-/* This process's witness: /proc/self/ns/pid, field 22 of /proc/self/stat, the boot id. */
-void registry_witness(struct witness *w);
 
 struct registry {
     const struct state_dir *sd;
@@ -158,17 +125,5 @@ struct pid_list;
  */
 void registry_holders(const struct registry *r, const struct claim *claims, size_t n, bool witness,
                       struct pid_list *out);
-
-void claim_free(struct claim *c);
-
-/*
- * Parse one line of the table into c (which the caller claim_free()s,
- * whatever the result): a claim, or with *ended an ended one's placement.
- * The table is tunerun's own, but it is parsed as hostile input (fuzzed).
- */
-bool registry_parse_line(const char *line, struct claim *c, bool *ended);
-
-/* The highest CPU or node index a claim may name. */
-#define REGISTRY_MAX_INDEX BITMAP_MAX_INDEX
 
 #endif

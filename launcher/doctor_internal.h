@@ -1,0 +1,56 @@
+/*
+ * doctor_internal.h - what the files of doctor share; for doctor*.c only.
+ *
+ * doctor.c runs the audit and holds the checks of the CPU, NUMA, IO and
+ * files; doctor_memory.c those of THP, swap, overcommit and dirty pages;
+ * doctor_container.c those of the cgroup's limits and the capabilities
+ * tunerun needs. Each adds findings to one struct doc.
+ */
+#ifndef TUNERUN_DOCTOR_INTERNAL_H
+#define TUNERUN_DOCTOR_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "doctor.h"
+
+struct doc {
+    struct doctor_report r; /* what is found: report.c shows it */
+    const char *root;
+    const struct profile *p;
+    const char *data_dir;
+    char disk[64];  /* the data directory's disk, once doctor_check_io() found it */
+    bool spinning;  /* ... and whether it is a spinning one */
+    bool container; /* audited from inside a container: the host's settings are not its own */
+};
+
+/* A malloc()ed message, or NULL for a NULL format (a finding's missing why or fix). */
+char *doc_fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+/* A finding; the strings are taken over. Inside a container, a host's fix says so. */
+void doc_add(struct doc *d, const char *group, const char *id, enum severity sev, char *observed,
+             char *why, char *fix, char *persist);
+/* Where path is under --root (as it is without one). */
+void doc_at_root(const struct doc *d, const char *path, char *full, size_t n);
+/* A file's first line, or its leading number, under --root: never through a link to a device. */
+bool doc_rd(const struct doc *d, const char *path, char *buf, size_t n);
+bool doc_rd_long(const struct doc *d, const char *path, long long *v);
+bool doc_has_file(const struct doc *d, const char *path);
+/* Active swap areas (/proc/swaps), and whether the profile fears swap or forks to save. */
+int doc_swap_areas(const struct doc *d);
+bool doc_swap_sensitive(const struct doc *d);
+bool doc_forks_to_save(const struct doc *d);
+/* The first of choices a sysfs list offers, or NULL. */
+const char *doc_offered(const char *list, const char *const *choices);
+/* "mysql", or "the service" without a profile, as findings name it. */
+const char *doc_who(const struct doc *d);
+
+void doctor_check_cpu(struct doc *d);
+void doctor_check_numa(struct doc *d);
+void doctor_check_thp(struct doc *d); /* doctor_memory.c */
+void doctor_check_vm(struct doc *d);  /* doctor_memory.c */
+void doctor_check_io(struct doc *d);
+void doctor_check_files(struct doc *d);
+void doctor_check_cgroup(struct doc *d); /* doctor_container.c */
+void doctor_check_caps(struct doc *d);   /* doctor_container.c */
+
+#endif

@@ -1,0 +1,440 @@
+/*
+ * topo_cache.c - this machine as the last discovery found it, kept in the
+ * state directory (topology.cache) so that a launch builds no hwloc
+ * topology.
+ *
+ * The file starts with a key made of what can change the machine under a
+ * running kernel (boot id, online and possible CPUs, online nodes and
+ * which have CPUs or memory) and of the tunerun and libhwloc files
+ * themselves: any difference and the machine is discovered again. Its
+ * body is lines of tunerun's own that hwloc's list parser reads back.
+ */
+#include "topo_internal.h"
+#include "util.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* What can change the machine under a running kernel; the cache's key. */
+static const char *const key_files[] = {
+    "/proc/sys/kernel/random/boot_id", /* first: without it there is no cache */
+    "/sys/devices/system/cpu/possible",
+    "/sys/devices/system/cpu/online",  /* hotplug, SMT switched off */
+    "/sys/devices/system/node/online", /* memory hotplug can add a node */
+    "/sys/devices/system/node/has_cpu",
+    "/sys/devices/system/node/has_memory",
+};
+#define NKEY_FILES (sizeof(key_files) / sizeof(key_files[0]))
+#define CACHE_MAX  (64 << 20) /* 4096 PUs and 64 nodes take well under 1 MiB */
+
+void topo_cache_note(struct topo *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *note = xvasprintf(fmt, ap);
+    va_end(ap);
+    if (t->cache_note) {
+        char *both = xasprintf("%s; %s", t->cache_note, note);
+        free(note);
+        note = both;
+    }
+    free(t->cache_note);
+    t->cache_note = note;
+}
+
+/* A file's identity: a rebuilt tunerun or an upgraded libhwloc is another file. */
+static char *file_id(const char *path)
+{
+    struct stat st;
+    if (path == NULL || stat(path, &st) < 0)
+        return xstrdup("-");
+    return xasprintf("%llu:%llu:%lld:%lld.%09ld", (unsigned long long)st.st_dev,
+                     (unsigned long long)st.st_ino, (long long)st.st_size,
+                     (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+}
+
+/*
+ * The key a cache must have been written under, in *max the machine's
+ * highest possible CPU, which bounds what the cache may name, and in
+ * `online` the online CPUs the key names (left empty when the kernel does
+ * not say), which the cache's own online line must match; NULL, with
+ * why, when there is no boot id, or no cpu/possible: without sysfs hwloc's
+ * discovery is a guess that must not replace what a launch with it found.
+ * hwloc's API version is the same for many releases, so the library file
+ * itself, and tunerun's binary (its filters and flags), are in it.
+ */
+char *topo_cache_key(int *max, hwloc_bitmap_t online, const char **why)
+{
+    *max = CPUS_UNKNOWN_MAX;
+    char possible[8192];
+    if (boot_id() == NULL) {
+        *why = "no boot id in /proc, so no topology cache";
+        return NULL;
+    }
+    if (!read_line_file(key_files[1], possible, sizeof(possible))) {
+        *why = "cannot read /sys/devices/system/cpu/possible, so no topology cache";
+        return NULL;
+    }
+    Dl_info lib;
+    const char *libpath = dladdr((void *)hwloc_topology_init, &lib) ? lib.dli_fname : NULL;
+    char *exe = file_id("/proc/self/exe"), *hw = file_id(libpath);
+    char *key = xasprintf("tunerun topology cache 4\ntunerun %s\nhwloc %s %s\n", exe,
+                          libpath ? libpath : "-", hw);
+    free(exe);
+    free(hw);
+    int first = -1; /* online */
+    for (size_t i = 0; i < NKEY_FILES; i++) {
+        char v[8192];
+        if (i == 0) /* read once a launch: the registry needs it too */
+            snprintf(v, sizeof(v), "%s", boot_id());
+        else if (i == 1)
+            snprintf(v, sizeof(v), "%s", possible);
+        else if (!read_line_file(key_files[i], v, sizeof(v)))
+            strcpy(v, "-");
+        if (i == 1 || i == 2) {
+            hwloc_bitmap_t set = hwloc_bitmap_alloc();
+            if (bitmap_parse(set, v) && hwloc_bitmap_last(set) >= 0) {
+                if (i == 1) {
+                    *max = hwloc_bitmap_last(set);
+                } else {
+                    first = hwloc_bitmap_first(set);
+                    hwloc_bitmap_copy(online, set);
+                }
+            }
+            hwloc_bitmap_free(set);
+        }
+        char *k = xasprintf("%s%s %s\n", key, key_files[i], v);
+        free(key);
+        key = k;
+    }
+    /*
+     * Kinds of core are ranked by cpufreq's base_frequency where the kernel
+     * has no cpu_capacity, and ARM rescales cpu_capacity when its cpufreq
+     * driver (a module) loads: a cache written before that must not
+     * outlive it. Whether the first online CPU has cpufreq yet says so.
+     */
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cpufreq", first);
+    char *k = xasprintf("%scpufreq %s\n", key,
+                        first < 0              ? "-"
+                        : stat(path, &st) == 0 ? "yes"
+                                               : "no");
+    free(key);
+    return k;
+}
+
+/*
+ * The cache's text after its key: the machine in lines of tunerun's own,
+ * which a launch reads back with hwloc's list parser and nothing else.
+ * Importing hwloc's XML export instead cost every launch ~0.1 ms of
+ * parsing and hwloc's own cgroup reads; this costs a few microseconds.
+ *
+ *     complete LIST           every PU (first: it bounds the other sets)
+ *     online LIST             PUs online
+ *     node OS BYTES LIST SUBTYPE   per node, its PUs; SUBTYPE "-" for none
+ *     core LIST               per core
+ *     kind LIST LABEL         per kind of core, fastest first: none, or two and more
+ *     distances V...          nodes x nodes, in node order; absent: unknown
+ *
+ * LIST is bitmap_list()'s ("none" when empty).
+ */
+char *topo_cache_format(const struct machine *m)
+{
+    size_t cap = 256, len = 0;
+    char *text = xcalloc(1, cap);
+#define APPEND(...)                                                                                \
+    do {                                                                                           \
+        char *piece_ = xasprintf(__VA_ARGS__);                                                     \
+        size_t n_ = strlen(piece_);                                                                \
+        while (len + n_ + 1 > cap)                                                                 \
+            text = xrealloc(text, cap *= 2);                                                       \
+        memcpy(text + len, piece_, n_ + 1);                                                        \
+        len += n_;                                                                                 \
+        free(piece_);                                                                              \
+    } while (0)
+    char *online = bitmap_list(m->online), *complete = bitmap_list(m->complete);
+    APPEND("complete %s\nonline %s\n", complete, online);
+    free(online);
+    free(complete);
+    for (size_t i = 0; i < m->nnodes; i++) {
+        const struct mnode *nd = &m->nodes[i];
+        char *cpus = bitmap_list(nd->cpus);
+        APPEND("node %u %llu %s %s\n", nd->os_index, (unsigned long long)nd->memory, cpus,
+               nd->subtype[0] && !strpbrk(nd->subtype, " \t\n") ? nd->subtype : "-");
+        free(cpus);
+    }
+    for (size_t i = 0; i < m->ncores; i++) {
+        char *cpus = bitmap_list(m->cores[i]);
+        APPEND("core %s\n", cpus);
+        free(cpus);
+    }
+    for (size_t i = 0; i < m->nkinds; i++) {
+        char *cpus = bitmap_list(m->kinds[i].cpus);
+        APPEND("kind %s %s\n", cpus, m->kinds[i].label);
+        free(cpus);
+    }
+    if (m->distance) {
+        APPEND("distances");
+        for (size_t i = 0; i < m->nnodes * m->nnodes; i++)
+            APPEND(" %llu", (unsigned long long)m->distance[i]);
+        APPEND("\n");
+    }
+#undef APPEND
+    return text;
+}
+
+static hwloc_bitmap_t parsed_set(const char *list)
+{
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    if (list == NULL || !bitmap_parse(set, list)) {
+        hwloc_bitmap_free(set);
+        return NULL;
+    }
+    return set;
+}
+
+static bool parse_u64(const char *s, uint64_t *v)
+{
+    char *end;
+    if (s == NULL || *s < '0' || *s > '9')
+        return false;
+    errno = 0;
+    *v = strtoull(s, &end, 10);
+    return errno == 0 && *end == '\0';
+}
+
+/*
+ * A list of the cache's that lies within `within` (NULL: at most `max`,
+ * the machine's highest possible CPU); NULL otherwise. Bounded before
+ * anything big is kept: a corrupt file must not make a launch allocate
+ * without end.
+ */
+static hwloc_bitmap_t cached_set(const char *list, hwloc_const_bitmap_t within, int max)
+{
+    hwloc_bitmap_t set = parsed_set(list);
+    if (set && (within ? !hwloc_bitmap_isincluded(set, within) : hwloc_bitmap_last(set) > max)) {
+        hwloc_bitmap_free(set);
+        set = NULL;
+    }
+    return set;
+}
+
+/*
+ * A non-empty list within `within` that shares no CPU with `taken` (the
+ * cores or kinds before it), added to it; NULL otherwise.
+ */
+static hwloc_bitmap_t apart_set(const char *list, hwloc_const_bitmap_t within, hwloc_bitmap_t taken)
+{
+    hwloc_bitmap_t set = cached_set(list, within, 0);
+    if (set && (hwloc_bitmap_iszero(set) || hwloc_bitmap_intersects(set, taken))) {
+        hwloc_bitmap_free(set);
+        return NULL;
+    }
+    if (set)
+        hwloc_bitmap_or(taken, taken, set);
+    return set;
+}
+
+static size_t words(const char *s)
+{
+    size_t n = 0;
+    for (const char *p = s; p && *p; n++) {
+        p += strspn(p, " ");
+        if (*p == '\0')
+            break;
+        p += strcspn(p, " ");
+    }
+    return n;
+}
+
+/*
+ * topo_cache_format()'s text back (modified in place), its CPUs within 0..max;
+ * false with why (a line that is wrong, or one missing) otherwise. What it
+ * says must hold together: every set within the complete one, node os
+ * indexes unique, cores disjoint, and its online CPUs those of the key it
+ * was found under (`online`; NULL or empty: not known). A body that
+ * contradicts its own key was not written by the tunerun that wrote the
+ * key, and is discovered again.
+ */
+bool topo_cache_parse(char *text, int max, hwloc_const_bitmap_t online, struct machine *m,
+                      char *why, size_t why_n)
+{
+    memset(m, 0, sizeof(*m));
+    hwloc_bitmap_t seen = hwloc_bitmap_alloc(), in_cores = hwloc_bitmap_alloc();
+    hwloc_bitmap_t in_kinds = hwloc_bitmap_alloc();
+    size_t node_cap = 0, core_cap = 0, kind_cap = 0;
+    unsigned lineno = 0, bad = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line && !bad;
+         line = strtok_r(NULL, "\n", &save)) {
+        lineno++;
+        char *w = NULL, *word = strtok_r(line, " ", &w);
+        bool ok = word != NULL;
+        /* the complete set first: it bounds every other */
+        if (ok && m->complete == NULL) {
+            ok = strcmp(word, "complete") == 0 &&
+                 (m->complete = cached_set(strtok_r(NULL, " ", &w), NULL, max)) != NULL;
+        } else if (ok && strcmp(word, "online") == 0 && m->online == NULL) {
+            ok = (m->online = cached_set(strtok_r(NULL, " ", &w), m->complete, 0)) != NULL;
+        } else if (ok && strcmp(word, "node") == 0 && m->distance == NULL) {
+            uint64_t os, bytes;
+            const char *a = strtok_r(NULL, " ", &w), *b = strtok_r(NULL, " ", &w);
+            const char *c = strtok_r(NULL, " ", &w), *d = strtok_r(NULL, " ", &w);
+            hwloc_bitmap_t cpus = NULL;
+            ok = parse_u64(a, &os) && os < MAX_NODES && !hwloc_bitmap_isset(seen, (unsigned)os) &&
+                 parse_u64(b, &bytes) && d != NULL && strlen(d) < sizeof(m->nodes->subtype) &&
+                 (cpus = cached_set(c, m->complete, 0)) != NULL;
+            if (ok) {
+                if (m->nnodes == node_cap)
+                    m->nodes =
+                        xrealloc(m->nodes, (node_cap = node_cap * 2 + 4) * sizeof(*m->nodes));
+                struct mnode *nd = &m->nodes[m->nnodes++];
+                memset(nd, 0, sizeof(*nd));
+                nd->os_index = (unsigned)os;
+                hwloc_bitmap_set(seen, (unsigned)os);
+                nd->memory = bytes;
+                nd->cpus = cpus;
+                if (strcmp(d, "-") != 0)
+                    snprintf(nd->subtype, sizeof(nd->subtype), "%s", d);
+            }
+        } else if (ok && strcmp(word, "core") == 0) {
+            hwloc_bitmap_t cpus = apart_set(strtok_r(NULL, " ", &w), m->complete, in_cores);
+            ok = cpus != NULL;
+            if (ok) {
+                if (m->ncores == core_cap)
+                    m->cores =
+                        xrealloc(m->cores, (core_cap = core_cap * 2 + 8) * sizeof(*m->cores));
+                m->cores[m->ncores++] = cpus;
+            }
+        } else if (ok && strcmp(word, "kind") == 0) {
+            const char *list = strtok_r(NULL, " ", &w), *label = strtok_r(NULL, " ", &w);
+            bool fresh = label != NULL; /* kinds_from_hwloc() makes every label unique */
+            for (size_t k = 0; fresh && k < m->nkinds; k++)
+                fresh = strcmp(m->kinds[k].label, label) != 0;
+            hwloc_bitmap_t cpus = fresh && strlen(label) < sizeof(m->kinds->label)
+                                      ? apart_set(list, m->complete, in_kinds)
+                                      : NULL;
+            ok = cpus != NULL;
+            if (ok) {
+                if (m->nkinds == kind_cap)
+                    m->kinds =
+                        xrealloc(m->kinds, (kind_cap = kind_cap * 2 + 2) * sizeof(*m->kinds));
+                struct mkind *k = &m->kinds[m->nkinds++];
+                k->cpus = cpus;
+                snprintf(k->label, sizeof(k->label), "%s", label);
+            }
+        } else if (ok && strcmp(word, "distances") == 0 && m->distance == NULL && m->nnodes > 1) {
+            /* as many values as node pairs, counted before the matrix is made */
+            size_t n = m->nnodes * m->nnodes;
+            ok = words(w) == n;
+            if (ok)
+                m->distance = xcalloc(n, sizeof(*m->distance));
+            for (size_t i = 0; ok && i < n; i++)
+                ok = parse_u64(strtok_r(NULL, " ", &w), &m->distance[i]);
+        } else {
+            ok = false;
+        }
+        if (ok && strtok_r(NULL, " ", &w) != NULL)
+            ok = false; /* a word too many */
+        if (!ok)
+            bad = lineno;
+    }
+    hwloc_bitmap_free(seen);
+    hwloc_bitmap_free(in_cores);
+    hwloc_bitmap_free(in_kinds);
+    if (bad)
+        snprintf(why, why_n, "line %u after the key is not tunerun's", bad);
+    else if (m->complete == NULL || m->online == NULL || m->nnodes == 0)
+        snprintf(why, why_n, "it ends before its complete, online and node lines");
+    else if (hwloc_bitmap_iszero(m->online))
+        snprintf(why, why_n, "it has no CPU online; a machine that runs this has one");
+    else if (online && !hwloc_bitmap_iszero(online) && !hwloc_bitmap_isequal(m->online, online))
+        snprintf(why, why_n, "its online CPUs are not the ones its key names");
+    else if (m->ncores == 0)
+        snprintf(why, why_n, "it has no core line; a machine without cores is never cached");
+    else if (m->nkinds == 1)
+        snprintf(why, why_n, "it has one kind line; a machine whose cores are alike has none");
+    else
+        return true;
+    topo_machine_free(m);
+    return false;
+}
+
+/*
+ * What a cache whose key is not `key` was written for: the first line of
+ * the key (topo_cache_key()'s: three lines, one per key file, then cpufreq) it differs in.
+ */
+static const char *key_mismatch(const char *key, const char *text, size_t n)
+{
+    static const char *const what[] = {
+        "another cache format",         "another tunerun binary",
+        "another libhwloc file",        "another boot",
+        "other possible CPUs",          "other online CPUs",
+        "other online NUMA nodes",      "other NUMA nodes with CPUs",
+        "other NUMA nodes with memory", "a cpufreq driver loaded or gone",
+    };
+    _Static_assert(sizeof(what) / sizeof(what[0]) == 4 + NKEY_FILES, "a name per key line");
+    size_t line = 0;
+    for (size_t i = 0; i < n && key[i] && key[i] == text[i]; i++)
+        line += key[i] == '\n';
+    return line < sizeof(what) / sizeof(what[0]) ? what[line] : "another machine";
+}
+
+/* The cached text (NUL-terminated, after the key) when written under `key`, else NULL. */
+char *topo_cache_read(struct topo *t, const struct state_dir *sd, const char *key)
+{
+    struct err e;
+    int fd = state_open_read(sd, CACHE_NAME, &e);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            topo_cache_note(t, "no topology cache in %s yet", sd->path);
+        else
+            topo_cache_note(t, "%s", e.msg);
+        return NULL;
+    }
+    char *text;
+    size_t n, klen = strlen(key);
+    int error = read_fd_text(fd, CACHE_MAX, &text, &n);
+    close(fd);
+    if (error) {
+        topo_cache_note(t, "cannot read %s/%s: %s", sd->path, CACHE_NAME, strerror(error));
+        return NULL;
+    }
+    if (n < klen || memcmp(text, key, klen) != 0) {
+        if (n == 0)
+            topo_cache_note(t, "%s/%s is empty", sd->path, CACHE_NAME);
+        else
+            topo_cache_note(t, "%s/%s was written for %s", sd->path, CACHE_NAME,
+                            key_mismatch(key, text, n));
+        free(text);
+        return NULL;
+    }
+    memmove(text, text + klen, n - klen + 1);
+    return text;
+}
+/* The machine is cached whole: each launch narrows it to its own cgroup and affinity. */
+void topo_cache_write(struct topo *t, const struct state_dir *sd, const char *key,
+                      const struct machine *m)
+{
+    struct err we;
+    char *body = topo_cache_format(m);
+    const char *bufs[] = {key, body};
+    size_t lens[] = {strlen(key), strlen(body)};
+    if (state_write(sd, CACHE_NAME, bufs, lens, 2, &we)) {
+        t->cache = TOPO_CACHE_WRITTEN;
+        topo_cache_note(t, "discovered and cached in %s/%s", sd->path, CACHE_NAME);
+        unlinkat(sd->fd, "topology.xml", 0); /* the hwloc XML cache earlier builds wrote */
+    } else {
+        t->cache = TOPO_CACHE_FAILED;
+        topo_cache_note(t, "%s", we.msg);
+    }
+    free(body);
+}

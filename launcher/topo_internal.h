@@ -1,0 +1,95 @@
+/*
+ * topo_internal.h - what the files of topo share; for topo*.c only.
+ *
+ * topo.c loads a topology from one of three sources and narrows it to
+ * what this process may use: topo_hwloc.c builds it with hwloc (this
+ * machine, an XML export, a synthetic description), topo_cache.c keeps
+ * this machine's in the state directory between launches, and
+ * topo_narrow.c turns the machine into the planner's struct topo (allowed
+ * CPUs and nodes, each CPU's one home node, the nodes' memory).
+ */
+#ifndef TUNERUN_TOPO_INTERNAL_H
+#define TUNERUN_TOPO_INTERNAL_H
+
+#include <hwloc.h>
+
+#include "state.h"
+#include "topo.h"
+
+/*
+ * The machine as a source describes it, before this process's cgroup and
+ * affinity narrow it down: what the topology cache keeps. Nodes and cores
+ * are in the source's order, each with its whole cpuset.
+ */
+struct mnode {
+    unsigned os_index;
+    hwloc_bitmap_t cpus; /* the PUs it is local to, CPU-less nodes included */
+    uint64_t memory;     /* bytes; 0 when the source gives none */
+    char subtype[16];
+};
+
+struct mkind {
+    hwloc_bitmap_t cpus;
+    char label[32];
+};
+
+#define MAX_NODES 1024 /* Linux's MAX_NUMNODES (NODES_SHIFT 10) */
+
+struct machine {
+    hwloc_bitmap_t online;   /* PUs that are online */
+    hwloc_bitmap_t complete; /* every PU that exists */
+    struct mnode *nodes;
+    size_t nnodes;
+    hwloc_bitmap_t *cores;
+    size_t ncores;
+    uint64_t *distance;  /* nnodes x nnodes relative latencies, 0 where unknown; or NULL */
+    struct mkind *kinds; /* kinds of core, fastest first; none unless two or more are ranked */
+    size_t nkinds;
+    /* what this process may use; NULL (for the host, until read) means everything */
+    hwloc_bitmap_t allowed_cpus, allowed_nodes;
+};
+
+#define CACHE_NAME "topology.cache"
+/* the highest CPU a cache may name when the kernel does not say (x86's NR_CPUS is 8192) */
+#define CPUS_UNKNOWN_MAX 8191
+
+void topo_machine_free(struct machine *m);
+
+/* ---- topo_hwloc.c --------------------------------------------------------- */
+
+/* What hwloc found, as a machine; `allowed`: its allowed sets too (an XML's). */
+void topo_machine_from_hwloc(hwloc_topology_t topo, struct machine *m, bool allowed);
+/* An XML file or synthetic description, loaded into m (t gets its source and name). */
+bool topo_load_spec(const char *spec, struct topo *t, struct machine *m, struct err *e);
+/* This machine, discovered (t->guess says when hwloc could only guess it). */
+hwloc_topology_t topo_discover_host(struct topo *t, struct err *e);
+
+/* ---- topo_cache.c --------------------------------------------------------- */
+
+/* Add to what -v says about the cache. */
+void topo_cache_note(struct topo *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * The key a cache must have been written under; *max, the highest CPU it
+ * may name; `online`, the online CPUs the key names. NULL, with why, when
+ * there can be no cache.
+ */
+char *topo_cache_key(int *max, hwloc_bitmap_t online, const char **why);
+/* The cache's body for m, and back (modified in place), false with why. */
+char *topo_cache_format(const struct machine *m);
+bool topo_cache_parse(char *text, int max, hwloc_const_bitmap_t online, struct machine *m,
+                      char *why, size_t why_n);
+/* The body of a cache written under key, or NULL (t's note says why). */
+char *topo_cache_read(struct topo *t, const struct state_dir *sd, const char *key);
+void topo_cache_write(struct topo *t, const struct state_dir *sd, const char *key,
+                      const struct machine *m);
+
+/* ---- topo_narrow.c -------------------------------------------------------- */
+
+/* A cgroup's list as an allowed set; NULL (everything) when it is unknown or unreadable. */
+hwloc_bitmap_t topo_allowed_set(char *list);
+/* The nodes the kernel lets this process allocate on, narrowing *allowed. */
+void topo_kernel_mems(hwloc_bitmap_t *allowed);
+/* The machine as this process may use it: the planner's struct topo. Frees m. */
+void topo_narrow(struct topo *t, struct machine *m);
+
+#endif
