@@ -108,12 +108,15 @@ static char *remote_words(const struct topo *t, const struct plan *pl)
     return words;
 }
 
-static void choose_memory(struct ctx *c)
+/*
+ * Each chosen node's own memory, or a memoryless one's nearest; where no
+ * allowed node owns its CPUs, the cpuset's memory nodes. False (and local
+ * memory) where no node with memory is known at all.
+ */
+static bool memory_homes(struct ctx *c, bool *homeless)
 {
-    const struct profile *p = c->p;
     const struct topo *t = c->t;
     struct plan *pl = c->pl;
-
     for (size_t i = 0; i < t->nnodes; i++) {
         if (!hwloc_bitmap_isset(pl->nodes, t->nodes[i].os_index))
             continue;
@@ -135,16 +138,147 @@ static void choose_memory(struct ctx *c)
                 t->nodes[i].os_index, t->nodes[m].os_index);
     }
     /* no allowed node owns its CPUs: the cpuset's memory nodes are all it may have */
-    bool homeless = hwloc_bitmap_iszero(pl->nodes);
-    for (size_t i = 0; i < t->nnodes && homeless; i++)
+    *homeless = hwloc_bitmap_iszero(pl->nodes);
+    for (size_t i = 0; i < t->nnodes && *homeless; i++)
         if (t->nodes[i].has_memory)
             hwloc_bitmap_set(pl->mem_nodes, t->nodes[i].os_index);
     if (hwloc_bitmap_iszero(pl->mem_nodes)) {
         pl->mpol = PLAN_MPOL_LOCAL;
         plan_note_add(pl, NOTE_INFO, "memory local: no node with memory is known here");
-        return;
+        return false;
     }
+    return true;
+}
 
+/*
+ * A strict bind, and what it risks where it holds part of the machine: the
+ * service swaps or is killed once it outgrows it. Without a size nothing
+ * can be checked; that is said, and how to have it checked.
+ */
+static void choose_bind(struct ctx *c, const char *list, const char *remote)
+{
+    const struct profile *p = c->p;
+    const struct topo *t = c->t;
+    struct plan *pl = c->pl;
+    pl->mpol = PLAN_MPOL_BIND;
+    if (remote)
+        plan_note_add(pl, NOTE_INFO, "memory bind %s: every page there, %s", list, remote);
+    else if (hwloc_bitmap_weight(pl->mem_nodes) > 1)
+        plan_note_add(pl, NOTE_INFO,
+                      "memory bind %s: every page on the nodes of its CPUs, never elsewhere", list);
+    else
+        plan_note_add(pl, NOTE_INFO, "memory bind %s: every page local, no remote NUMA access",
+                      list);
+    uint64_t bound = plan_sum_mem(t, pl->mem_nodes, false), all = 0;
+    for (size_t i = 0; i < t->nnodes; i++)
+        all += t->nodes[i].mem_total;
+    if (t->memory_known && p->placement.memory_size == 0 && bound < all) {
+        plan_note_add(
+            pl, NOTE_INFO,
+            "memory bind %s holds %.1f GiB of this machine's %.1f GiB, and nothing checks "
+            "that the service fits there: with memory_size and memory = auto, it binds "
+            "only what fits",
+            list, plan_gib(bound), plan_gib(all));
+    } else if (t->memory_known && p->placement.memory_size > bound) {
+        char w[32], b[32], *at = plan_origin(p->placement.memory_size_at);
+        plan_sizes_apart(w, b, sizeof(w), p->placement.memory_size, bound);
+        plan_note_add(pl, NOTE_WARN,
+                      "memory_size %s (%s) is more than memory bind %s holds (%s): the service "
+                      "swaps or is killed once it outgrows it (fix: %s)",
+                      w, at, list, b,
+                      bound < all
+                          ? "memory = auto, which spreads what does not fit, or memory = "
+                            "preferred"
+                          : "a smaller memory_size, or a bigger machine: the bind holds all "
+                            "its memory already");
+        free(at);
+    }
+}
+
+/*
+ * memory = auto: bind what fits the nodes' free memory with headroom,
+ * prefer them where it fits only their total (a strict bind would swap or
+ * OOM), and interleave over the nearest nodes that hold it where it does
+ * not fit at all.
+ */
+static void choose_auto(struct ctx *c, const char *list)
+{
+    const struct profile *p = c->p;
+    const struct topo *t = c->t;
+    struct plan *pl = c->pl;
+    uint64_t want = p->placement.memory_size;
+    uint64_t fr = plan_sum_mem(t, pl->mem_nodes, true),
+             total = plan_sum_mem(t, pl->mem_nodes, false);
+    /* headroom: 10% or 256 MiB, whichever is more, for page cache and the kernel */
+    uint64_t headroom = want / 10 > 256 * MIB ? want / 10 : 256 * MIB;
+    if (want == 0) {
+        pl->mpol =
+            hwloc_bitmap_weight(pl->mem_nodes) > 1 ? PLAN_MPOL_PREFERRED_MANY : PLAN_MPOL_PREFERRED;
+        plan_note_add(pl, NOTE_INFO,
+                      "memory auto -> %s %s: memory_size is not set, so prefer the node%s without "
+                      "risking a strict bind",
+                      plan_mpol_name(pl->mpol), list,
+                      hwloc_bitmap_weight(pl->mem_nodes) > 1 ? "s" : "");
+    } else if (!t->memory_known) {
+        pl->mpol = PLAN_MPOL_BIND;
+        plan_note_add(
+            pl, NOTE_INFO,
+            "memory auto -> bind %s: how much memory the nodes have is not known here, so "
+            "memory_size %.1f GiB is not checked against it",
+            list, plan_gib(want));
+    } else if (want <= fr && fr - want >= headroom) {
+        pl->mpol = PLAN_MPOL_BIND;
+        plan_note_add(
+            pl, NOTE_INFO,
+            "memory auto -> bind %s: memory_size %.1f GiB fits %.1f GiB free with headroom", list,
+            plan_gib(want), plan_gib(fr));
+    } else if (want <= total) {
+        pl->mpol =
+            hwloc_bitmap_weight(pl->mem_nodes) > 1 ? PLAN_MPOL_PREFERRED_MANY : PLAN_MPOL_PREFERRED;
+        bool elsewhere = false; /* memory a preference may spill over to */
+        for (size_t i = 0; i < t->nnodes; i++)
+            elsewhere |=
+                t->nodes[i].has_memory && !hwloc_bitmap_isset(pl->mem_nodes, t->nodes[i].os_index);
+        plan_note_add(pl, NOTE_INFO,
+                      "memory auto -> %s %s: memory_size %.1f GiB plus headroom exceeds %.1f GiB "
+                      "free; a strict bind would swap or OOM%s",
+                      plan_mpol_name(pl->mpol), list, plan_gib(want), plan_gib(fr),
+                      elsewhere ? " while other nodes have memory" : "");
+    } else {
+        pl->mpol = PLAN_MPOL_INTERLEAVE;
+        grow_memory(c, want);
+        char *all = bitmap_list(pl->mem_nodes);
+        uint64_t grown = plan_sum_mem(t, pl->mem_nodes, false); /* the machine's, if short */
+        plan_note_add(pl, NOTE_INFO,
+                      "memory auto -> interleave %s: memory_size %.1f GiB is more than the chosen "
+                      "nodes hold (%.1f GiB), so spread it evenly over the %s nodes that hold "
+                      "it (%.1f GiB%s)",
+                      all, plan_gib(want), plan_gib(total), t->distance ? "nearest" : "roomiest",
+                      plan_gib(grown),
+                      t->distance ? "" : "; no distance matrix says which are nearest");
+        if (want > grown) {
+            char w[32], g[32], *at = plan_origin(p->placement.memory_size_at);
+            plan_sizes_apart(w, g, sizeof(w), want, grown);
+            plan_note_add(pl, NOTE_WARN,
+                          "memory_size %s (%s) is more than this whole machine holds (%s): the "
+                          "service will swap or be killed (fix: a smaller memory_size, or a bigger "
+                          "machine)",
+                          w, at, g);
+            free(at);
+        }
+        free(all);
+    }
+}
+
+/* The memory nodes, then the policy the profile asks for, each with its note. */
+static void choose_memory(struct ctx *c)
+{
+    const struct profile *p = c->p;
+    const struct topo *t = c->t;
+    struct plan *pl = c->pl;
+    bool homeless;
+    if (!memory_homes(c, &homeless))
+        return;
     enum mem_mode mode = p->placement.memory;
     char *list = bitmap_list(pl->mem_nodes), *remote = remote_words(t, pl);
     if (homeless && mode != MEM_LOCAL)
@@ -168,45 +302,7 @@ static void choose_memory(struct ctx *c)
                           "memory local: first touch on the node of the touching CPU");
         break;
     case MEM_BIND:
-        pl->mpol = PLAN_MPOL_BIND;
-        if (remote)
-            plan_note_add(pl, NOTE_INFO, "memory bind %s: every page there, %s", list, remote);
-        else if (hwloc_bitmap_weight(pl->mem_nodes) > 1)
-            plan_note_add(pl, NOTE_INFO,
-                          "memory bind %s: every page on the nodes of its CPUs, never elsewhere",
-                          list);
-        else
-            plan_note_add(pl, NOTE_INFO, "memory bind %s: every page local, no remote NUMA access",
-                          list);
-        /*
-         * What a strict bind risks where it holds part of the machine: the
-         * service swaps or is killed once it outgrows it. Without a size
-         * nothing can be checked; say so, and how to have it checked.
-         */
-        uint64_t bound = plan_sum_mem(t, pl->mem_nodes, false), all = 0;
-        for (size_t i = 0; i < t->nnodes; i++)
-            all += t->nodes[i].mem_total;
-        if (t->memory_known && p->placement.memory_size == 0 && bound < all) {
-            plan_note_add(
-                pl, NOTE_INFO,
-                "memory bind %s holds %.1f GiB of this machine's %.1f GiB, and nothing checks "
-                "that the service fits there: with memory_size and memory = auto, it binds "
-                "only what fits",
-                list, plan_gib(bound), plan_gib(all));
-        } else if (t->memory_known && p->placement.memory_size > bound) {
-            char w[32], b[32], *at = plan_origin(p->placement.memory_size_at);
-            plan_sizes_apart(w, b, sizeof(w), p->placement.memory_size, bound);
-            plan_note_add(pl, NOTE_WARN,
-                          "memory_size %s (%s) is more than memory bind %s holds (%s): the service "
-                          "swaps or is killed once it outgrows it (fix: %s)",
-                          w, at, list, b,
-                          bound < all
-                              ? "memory = auto, which spreads what does not fit, or memory = "
-                                "preferred"
-                              : "a smaller memory_size, or a bigger machine: the bind holds all "
-                                "its memory already");
-            free(at);
-        }
+        choose_bind(c, list, remote);
         break;
     case MEM_PREFERRED:
         pl->mpol =
@@ -232,73 +328,9 @@ static void choose_memory(struct ctx *c)
                 "it has room",
                 list);
         break;
-    case MEM_AUTO: {
-        uint64_t want = p->placement.memory_size;
-        uint64_t fr = plan_sum_mem(t, pl->mem_nodes, true),
-                 total = plan_sum_mem(t, pl->mem_nodes, false);
-        /* headroom: 10% or 256 MiB, whichever is more, for page cache and the kernel */
-        uint64_t headroom = want / 10 > 256 * MIB ? want / 10 : 256 * MIB;
-        if (want == 0) {
-            pl->mpol = hwloc_bitmap_weight(pl->mem_nodes) > 1 ? PLAN_MPOL_PREFERRED_MANY
-                                                              : PLAN_MPOL_PREFERRED;
-            plan_note_add(
-                pl, NOTE_INFO,
-                "memory auto -> %s %s: memory_size is not set, so prefer the node%s without "
-                "risking a strict bind",
-                plan_mpol_name(pl->mpol), list, hwloc_bitmap_weight(pl->mem_nodes) > 1 ? "s" : "");
-        } else if (!t->memory_known) {
-            pl->mpol = PLAN_MPOL_BIND;
-            plan_note_add(
-                pl, NOTE_INFO,
-                "memory auto -> bind %s: how much memory the nodes have is not known here, so "
-                "memory_size %.1f GiB is not checked against it",
-                list, plan_gib(want));
-        } else if (want <= fr && fr - want >= headroom) {
-            pl->mpol = PLAN_MPOL_BIND;
-            plan_note_add(
-                pl, NOTE_INFO,
-                "memory auto -> bind %s: memory_size %.1f GiB fits %.1f GiB free with headroom",
-                list, plan_gib(want), plan_gib(fr));
-        } else if (want <= total) {
-            pl->mpol = hwloc_bitmap_weight(pl->mem_nodes) > 1 ? PLAN_MPOL_PREFERRED_MANY
-                                                              : PLAN_MPOL_PREFERRED;
-            bool elsewhere = false; /* memory a preference may spill over to */
-            for (size_t i = 0; i < t->nnodes; i++)
-                elsewhere |= t->nodes[i].has_memory &&
-                             !hwloc_bitmap_isset(pl->mem_nodes, t->nodes[i].os_index);
-            plan_note_add(
-                pl, NOTE_INFO,
-                "memory auto -> %s %s: memory_size %.1f GiB plus headroom exceeds %.1f GiB "
-                "free; a strict bind would swap or OOM%s",
-                plan_mpol_name(pl->mpol), list, plan_gib(want), plan_gib(fr),
-                elsewhere ? " while other nodes have memory" : "");
-        } else {
-            pl->mpol = PLAN_MPOL_INTERLEAVE;
-            grow_memory(c, want);
-            char *all = bitmap_list(pl->mem_nodes);
-            uint64_t grown = plan_sum_mem(t, pl->mem_nodes, false); /* the machine's, if short */
-            plan_note_add(
-                pl, NOTE_INFO,
-                "memory auto -> interleave %s: memory_size %.1f GiB is more than the chosen "
-                "nodes hold (%.1f GiB), so spread it evenly over the %s nodes that hold "
-                "it (%.1f GiB%s)",
-                all, plan_gib(want), plan_gib(total), t->distance ? "nearest" : "roomiest",
-                plan_gib(grown), t->distance ? "" : "; no distance matrix says which are nearest");
-            if (want > grown) {
-                char w[32], g[32], *at = plan_origin(p->placement.memory_size_at);
-                plan_sizes_apart(w, g, sizeof(w), want, grown);
-                plan_note_add(
-                    pl, NOTE_WARN,
-                    "memory_size %s (%s) is more than this whole machine holds (%s): the "
-                    "service will swap or be killed (fix: a smaller memory_size, or a bigger "
-                    "machine)",
-                    w, at, g);
-                free(at);
-            }
-            free(all);
-        }
+    case MEM_AUTO:
+        choose_auto(c, list);
         break;
-    }
     }
     free(list);
     free(remote);

@@ -484,6 +484,101 @@ bool profile_valid_name(const char *s)
 }
 
 /*
+ * Whether inih and the reader found nothing wrong with a file; else e
+ * names the first line at fault, whoever saw it (on one line, in this
+ * order: an unknown section, a line too long, an odd line, inih's own).
+ */
+static bool file_parsed(const struct reader *rd, int bad, const char *file, struct err *e)
+{
+    int first = INT_MAX;
+    const int at[] = {rd->bad_section, rd->long_line, rd->odd_line, bad};
+    for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++)
+        if (at[i] > 0 && at[i] < first)
+            first = at[i];
+    if (rd->bad_section == first) {
+        profile_unknown_section(e, (struct origin){file, rd->bad_section, NULL}, rd->bad_name);
+        return false;
+    } else if (rd->long_line == first) {
+        err_set(e, "%s:%d: line too long (at most %d characters)", file, rd->long_line,
+                LINE_MAX_CHARS);
+        return false;
+    } else if (rd->odd_line == first) {
+        err_set(e, "%s:%d: %s", file, rd->odd_line, rd->odd_why);
+        return false;
+    } else if (bad > 0) {
+        err_set(e, "%s:%d: syntax error: expected '[section]', 'key = value' or a comment", file,
+                bad);
+        return false;
+    } else if (bad < 0) {
+        err_set(e, "%s: cannot parse: out of memory", file);
+        return false;
+    }
+    return true;
+}
+
+/*
+ * The includes a file names, read before its own entries (one `include`
+ * may list several profiles, applied left to right), each found along the
+ * search path and wrapped in its chain for errors.
+ */
+static bool read_includes(struct loader *L, const struct file_ctx *c, const char *file,
+                          const char *via, struct entries *out, struct err *e)
+{
+    bool ok = true;
+    for (size_t i = 0; ok && i < c->nincludes; i++) {
+        /* one `include` may list several profiles, applied left to right */
+        char *list = xstrdup(c->includes[i]);
+        int line = c->include_lines[i];
+        const char *cc = str_harmful(list);
+        if (cc) {
+            err_set(e, "%s:%d: profile.include: %s", file, line, profile_control_why(cc));
+            ok = false;
+        }
+        for (char *tok = list, *next; ok && tok; tok = next) {
+            next = strchr(tok, ',');
+            if (next)
+                *next++ = '\0';
+            tok = str_trim(tok);
+            if (*tok == '\0') {
+                /* "mysql,,redis", "mysql," or nothing at all: a slip, not a way to say none */
+                char shown[ESCAPED_SIZE(64)];
+                if (*c->includes[i] == '\0')
+                    err_set(e,
+                            "%s:%d: profile.include: no name given; name a profile or drop "
+                            "the line",
+                            file, line);
+                else
+                    err_set(e, "%s:%d: profile.include: an empty name in '%s'", file, line,
+                            str_escaped(shown, sizeof(shown), c->includes[i], 64));
+                ok = false;
+                break;
+            }
+            if (!strchr(tok, '/') && !profile_valid_name(tok)) {
+                err_set(e, "%s:%d: profile.include: '%s' is not a profile name", file, line, tok);
+                ok = false;
+                break;
+            }
+            char *inc = resolve_include(L, tok, file);
+            if (inc == NULL) {
+                const char *why = L->paths->unsearched;
+                err_set(e, "%s:%d: profile.include: no profile '%s' found%s%s", file, line, tok,
+                        why ? "; " : "", why ? why : "");
+                ok = false;
+                break;
+            }
+            struct err sub;
+            if (!profile_read_file(L, inc, NULL, chain_with(L, via, file, line, tok), out, &sub)) {
+                nest_error(e, file, line, tok, sub.msg);
+                ok = false;
+            }
+            free(inc);
+        }
+        free(list);
+    }
+    return ok;
+}
+
+/*
  * Read one file and, first, its includes into out. via is the include chain
  * that led here (NULL for the top file); errors found while reading are
  * wrapped in it by the callers, entries carry it for the errors found later.
@@ -528,82 +623,7 @@ bool profile_read_file(struct loader *L, const char *path, const char *text, con
     struct reader rd = {.pos = text};
     struct file_ctx c = {L->p, &rd, file, via, &mine, NULL, NULL, 0};
     int bad = ini_parse_stream(reader_next, &rd, on_entry, &c);
-    bool ok = true;
-    /* the first line at fault, whoever saw it; on one line, in this order */
-    int first = INT_MAX;
-    const int at[] = {rd.bad_section, rd.long_line, rd.odd_line, bad};
-    for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++)
-        if (at[i] > 0 && at[i] < first)
-            first = at[i];
-    if (rd.bad_section == first) {
-        profile_unknown_section(e, (struct origin){file, rd.bad_section, NULL}, rd.bad_name);
-        ok = false;
-    } else if (rd.long_line == first) {
-        err_set(e, "%s:%d: line too long (at most %d characters)", file, rd.long_line,
-                LINE_MAX_CHARS);
-        ok = false;
-    } else if (rd.odd_line == first) {
-        err_set(e, "%s:%d: %s", file, rd.odd_line, rd.odd_why);
-        ok = false;
-    } else if (bad > 0) {
-        err_set(e, "%s:%d: syntax error: expected '[section]', 'key = value' or a comment", file,
-                bad);
-        ok = false;
-    } else if (bad < 0) {
-        err_set(e, "%s: cannot parse: out of memory", file);
-        ok = false;
-    }
-
-    for (size_t i = 0; ok && i < c.nincludes; i++) {
-        /* one `include` may list several profiles, applied left to right */
-        char *list = xstrdup(c.includes[i]);
-        int line = c.include_lines[i];
-        const char *cc = str_harmful(list);
-        if (cc) {
-            err_set(e, "%s:%d: profile.include: %s", file, line, profile_control_why(cc));
-            ok = false;
-        }
-        for (char *tok = list, *next; ok && tok; tok = next) {
-            next = strchr(tok, ',');
-            if (next)
-                *next++ = '\0';
-            tok = str_trim(tok);
-            if (*tok == '\0') {
-                /* "mysql,,redis", "mysql," or nothing at all: a slip, not a way to say none */
-                char shown[ESCAPED_SIZE(64)];
-                if (*c.includes[i] == '\0')
-                    err_set(e,
-                            "%s:%d: profile.include: no name given; name a profile or drop "
-                            "the line",
-                            file, line);
-                else
-                    err_set(e, "%s:%d: profile.include: an empty name in '%s'", file, line,
-                            str_escaped(shown, sizeof(shown), c.includes[i], 64));
-                ok = false;
-                break;
-            }
-            if (!strchr(tok, '/') && !profile_valid_name(tok)) {
-                err_set(e, "%s:%d: profile.include: '%s' is not a profile name", file, line, tok);
-                ok = false;
-                break;
-            }
-            char *inc = resolve_include(L, tok, file);
-            if (inc == NULL) {
-                const char *why = L->paths->unsearched;
-                err_set(e, "%s:%d: profile.include: no profile '%s' found%s%s", file, line, tok,
-                        why ? "; " : "", why ? why : "");
-                ok = false;
-                break;
-            }
-            struct err sub;
-            if (!profile_read_file(L, inc, NULL, chain_with(L, via, file, line, tok), out, &sub)) {
-                nest_error(e, file, line, tok, sub.msg);
-                ok = false;
-            }
-            free(inc);
-        }
-        free(list);
-    }
+    bool ok = file_parsed(&rd, bad, file, e) && read_includes(L, &c, file, via, out, e);
     for (size_t i = 0; ok && i < mine.n; i++)
         entries_add(out, mine.v[i].section, mine.v[i].key, mine.v[i].value, mine.v[i].at);
 

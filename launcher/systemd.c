@@ -148,8 +148,8 @@ static void put_limit(FILE *f, rlim_t v)
         fprintf(f, "%llu", (unsigned long long)v);
 }
 
-void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *a, int version,
-                    bool cgroup_v2)
+/* The drop-in's head: what it is, where it goes, and ExecStart= under tunerun. */
+static void put_exec_start(FILE *f, const struct profile *p, const struct dropin_args *a)
 {
     fprintf(f,
             "# A drop-in that starts this unit's service under tunerun's %s profile.\n"
@@ -189,7 +189,11 @@ void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *
     else
         fputs(" /path/to/the/service --its --options", f);
     fputc('\n', f);
+}
 
+/* What systemd sets before tunerun runs: limits, the OOM score, swap. */
+static void put_unit_settings(FILE *f, const struct profile *p, bool cgroup_v2)
+{
     bool said = false;
     for (int r = 0; r < PROFILE_NLIMITS; r++) {
         const struct profile_limit *l = &p->limits[r];
@@ -237,6 +241,11 @@ void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *
                 "# host's to set: sysctl -w vm.swappiness=%d%s\n",
                 p->memory.swappiness, p->memory.swappiness,
                 p->memory.swap_max_set ? ", or leave it to MemorySwapMax= above" : "");
+}
+
+/* THP, where this systemd has MemoryTHP=, and the unit's User=. */
+static void put_thp_and_user(FILE *f, const struct profile *p, int version)
+{
     const char *thp = p->memory.thp == THP_NEVER     ? "disable"
                       : p->memory.thp == THP_MADVISE ? "madvise"
                                                      : NULL;
@@ -270,6 +279,11 @@ void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *
               "# register the service or write its cgroup: give the user to tunerun instead\n"
               "# (--set security.user=USER, which resets User= here)\n",
               f);
+}
+
+/* What a hardened unit must leave tunerun: only as comments. */
+static void put_hardening(FILE *f, const struct dropin_args *a)
+{
     /*
      * Only as comments: these lines are right for a hardened unit and wrong
      * for a plain one (a SystemCallFilter= of a few calls would deny all else).
@@ -297,6 +311,15 @@ void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *
           "#   no PrivateUsers=, @privileged allowed, and CAP_SETUID CAP_SETGID\n"
           "#   CAP_SETPCAP in CapabilityBoundingSet=, with [security] user\n",
           f);
+}
+
+void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *a, int version,
+                    bool cgroup_v2)
+{
+    put_exec_start(f, p, a);
+    put_unit_settings(f, p, cgroup_v2);
+    put_thp_and_user(f, p, version);
+    put_hardening(f, a);
 }
 
 /*
