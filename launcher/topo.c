@@ -111,6 +111,7 @@ void topo_machine_free(struct machine *m)
     hwloc_bitmap_free(m->complete);
     hwloc_bitmap_free(m->allowed_cpus);
     hwloc_bitmap_free(m->allowed_nodes);
+    free(m->present);
     memset(m, 0, sizeof(*m));
 }
 /* The first HWLOC_* in the environment that is not tunerun's own, or NULL. */
@@ -130,6 +131,45 @@ static const char *foreign_hwloc_variable(char *name, size_t n)
         }
     }
     return NULL;
+}
+
+/*
+ * Our HWLOC_* hold while hwloc builds a topology, and only then (a warm
+ * launch builds none); the caller's values come back after, so that no
+ * HWLOC_* of ours reaches the service.
+ */
+struct hwloc_env {
+    char *saved[NLOAD_ENV];
+};
+
+static void hwloc_env_set(struct hwloc_env *env)
+{
+    for (size_t i = 0; i < NLOAD_ENV; i++) {
+        const char *v = getenv(load_env[i].name);
+        env->saved[i] = v ? xstrdup(v) : NULL;
+        setenv(load_env[i].name, load_env[i].value, 1);
+    }
+}
+
+static void hwloc_env_restore(struct hwloc_env *env)
+{
+    for (size_t i = 0; i < NLOAD_ENV; i++) {
+        if (env->saved[i])
+            setenv(load_env[i].name, env->saved[i], 1);
+        else
+            unsetenv(load_env[i].name);
+        free(env->saved[i]);
+    }
+}
+
+/* An XML export or a synthetic description, through hwloc. */
+static bool load_spec(const char *spec, struct topo *t, struct machine *m, struct err *e)
+{
+    struct hwloc_env env;
+    hwloc_env_set(&env);
+    bool ok = topo_load_spec(spec, t, m, e);
+    hwloc_env_restore(&env);
+    return ok;
 }
 
 static bool load_host(struct topo *t, const struct state_dir *sd, struct machine *m, struct err *e)
@@ -171,10 +211,14 @@ static bool load_host(struct topo *t, const struct state_dir *sd, struct machine
         }
         topo_cache_note(t, "%s/%s: %s", sd->path, CACHE_NAME, why);
     }
+    struct hwloc_env env;
+    hwloc_env_set(&env);
     hwloc_topology_t found = topo_discover_host(t, e);
+    hwloc_env_restore(&env);
     if (found) {
         topo_machine_from_hwloc(found, m, false); /* this process's allowed sets come later */
         hwloc_topology_destroy(found);
+        topo_machine_zones(m);
         /* CPUs and no core: sysfs's CPU topology is masked, and hwloc guessed */
         if (key && m->ncores == 0 && !hwloc_bitmap_iszero(m->online))
             topo_cache_note(t, "hwloc found no cores (sysfs gives no CPU topology: masked?), so "
@@ -186,43 +230,51 @@ static bool load_host(struct topo *t, const struct state_dir *sd, struct machine
     hwloc_bitmap_free(online);
     return found != NULL;
 }
+/*
+ * What this process may use of this machine, never cached (its cgroup may
+ * differ from the writer's): its affinity into `affinity`, the CPUs its
+ * cgroup's cpuset allows, and the memory nodes the kernel lets it
+ * allocate on. The affinity always lies within the cpuset (the kernel
+ * holds it there), so where it leaves out no online CPU the cpuset leaves
+ * out none either, and its files are read only where it does: to tell a
+ * cpuset from a taskset.
+ */
+static bool allowed_here(struct machine *m, hwloc_bitmap_t affinity, struct err *e)
+{
+    if (thread_cpus(0, affinity) < 0) {
+        err_set(e, "cannot read this process's CPU affinity: %s", strerror(errno));
+        return false;
+    }
+    if (!hwloc_bitmap_isincluded(m->online, affinity)) {
+        char *cpus, *mems;
+        cgroup_cpuset(&cpus, &mems);
+        m->allowed_cpus = topo_allowed_set(cpus);
+        free(mems); /* the kernel's word on them follows */
+    }
+    m->allowed_nodes = topo_kernel_mems();
+    return true;
+}
+
 bool topo_load(struct topo *t, const char *spec, const struct state_dir *cache, struct err *e)
 {
     memset(t, 0, sizeof(*t));
-    /* Our HWLOC_* hold for this call only; the caller's values come back after. */
-    char *saved[NLOAD_ENV];
-    for (size_t i = 0; i < NLOAD_ENV; i++) {
-        const char *v = getenv(load_env[i].name);
-        saved[i] = v ? xstrdup(v) : NULL;
-        setenv(load_env[i].name, load_env[i].value, 1);
-    }
     struct machine m;
-    bool ok = spec ? topo_load_spec(spec, t, &m, e) : load_host(t, cache, &m, e);
-    for (size_t i = 0; i < NLOAD_ENV; i++) {
-        if (saved[i])
-            setenv(load_env[i].name, saved[i], 1);
-        else
-            unsetenv(load_env[i].name);
-        free(saved[i]);
-    }
+    bool ok = spec ? load_spec(spec, t, &m, e) : load_host(t, cache, &m, e);
     if (!ok) {
         topo_free(t);
         return false;
     }
-    if (t->source == TOPO_HOST) {
-        /* this process's, never cached: its cgroup may differ from the writer's */
-        char *cpus, *mems;
-        cgroup_cpuset(&cpus, &mems);
-        m.allowed_cpus = topo_allowed_set(cpus);
-        m.allowed_nodes = topo_allowed_set(mems);
-        topo_kernel_mems(&m.allowed_nodes);
-    }
-    topo_narrow(t, &m);
-    if (t->source == TOPO_HOST && thread_cpus(0, t->binding) < 0) {
-        err_set(e, "cannot read this process's CPU affinity: %s", strerror(errno));
+    hwloc_bitmap_t affinity = hwloc_bitmap_alloc();
+    if (t->source == TOPO_HOST && !allowed_here(&m, affinity, e)) {
+        hwloc_bitmap_free(affinity);
+        topo_machine_free(&m);
         topo_free(t);
         return false;
     }
+    topo_narrow(t, &m);
+    if (t->source == TOPO_HOST)
+        hwloc_bitmap_copy(t->binding, affinity);
+    hwloc_bitmap_free(affinity);
     return true;
 }
 
@@ -232,7 +284,7 @@ char *topo_cache_text(const char *spec, struct err *e)
     struct machine m;
     memset(&t, 0, sizeof(t));
     char *text = NULL;
-    if (topo_load_spec(spec, &t, &m, e)) {
+    if (load_spec(spec, &t, &m, e)) {
         text = topo_cache_format(&m);
         topo_machine_free(&m);
     }

@@ -22,14 +22,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* What can change the machine under a running kernel; the cache's key. */
+/*
+ * What can change the machine under a running kernel; the cache's key.
+ * The CPUs possible and the nodes online are not in it: a reboot (the boot
+ * id) is what changes the first, and a node comes and goes with memory
+ * (has_memory) or CPUs (cpu/online); the node a CPU is on never changes
+ * while it is online.
+ */
 static const char *const key_files[] = {
     "/proc/sys/kernel/random/boot_id", /* first: without it there is no cache */
-    "/sys/devices/system/cpu/possible",
-    "/sys/devices/system/cpu/online",  /* hotplug, SMT switched off */
-    "/sys/devices/system/node/online", /* memory hotplug can add a node */
-    "/sys/devices/system/node/has_cpu",
-    "/sys/devices/system/node/has_memory",
+    "/sys/devices/system/cpu/online",  /* hotplug, SMT switched off; without it no cache either */
+    "/sys/devices/system/node/has_memory", /* memory hotplug, and the node it brings */
 };
 #define NKEY_FILES (sizeof(key_files) / sizeof(key_files[0]))
 #define CACHE_MAX  (64 << 20) /* 4096 PUs and 64 nodes take well under 1 MiB */
@@ -73,47 +76,23 @@ static char *file_id(const char *path)
 char *topo_cache_key(int *max, hwloc_bitmap_t online, const char **why)
 {
     *max = CPUS_UNKNOWN_MAX;
-    char possible[8192];
+    char cpus[8192];
     if (boot_id() == NULL) {
         *why = "no boot id in /proc, so no topology cache";
         return NULL;
     }
-    if (!read_line_file(key_files[1], possible, sizeof(possible))) {
-        *why = "cannot read /sys/devices/system/cpu/possible, so no topology cache";
+    if (!read_line_file(key_files[1], cpus, sizeof(cpus)) || !bitmap_parse(online, cpus) ||
+        hwloc_bitmap_iszero(online)) {
+        hwloc_bitmap_zero(online);
+        *why = "cannot read /sys/devices/system/cpu/online, so no topology cache";
         return NULL;
     }
     Dl_info lib;
     const char *libpath = dladdr((void *)hwloc_topology_init, &lib) ? lib.dli_fname : NULL;
     char *exe = file_id("/proc/self/exe"), *hw = file_id(libpath);
-    char *key = xasprintf("tunerun topology cache 4\ntunerun %s\nhwloc %s %s\n", exe,
-                          libpath ? libpath : "-", hw);
-    free(exe);
-    free(hw);
-    int first = -1; /* online */
-    for (size_t i = 0; i < NKEY_FILES; i++) {
-        char v[8192];
-        if (i == 0) /* read once a launch: the registry needs it too */
-            snprintf(v, sizeof(v), "%s", boot_id());
-        else if (i == 1)
-            snprintf(v, sizeof(v), "%s", possible);
-        else if (!read_line_file(key_files[i], v, sizeof(v)))
-            strcpy(v, "-");
-        if (i == 1 || i == 2) {
-            hwloc_bitmap_t set = hwloc_bitmap_alloc();
-            if (bitmap_parse(set, v) && hwloc_bitmap_last(set) >= 0) {
-                if (i == 1) {
-                    *max = hwloc_bitmap_last(set);
-                } else {
-                    first = hwloc_bitmap_first(set);
-                    hwloc_bitmap_copy(online, set);
-                }
-            }
-            hwloc_bitmap_free(set);
-        }
-        char *k = xasprintf("%s%s %s\n", key, key_files[i], v);
-        free(key);
-        key = k;
-    }
+    char memory[8192];
+    if (!read_line_file(key_files[2], memory, sizeof(memory)))
+        strcpy(memory, "-");
     /*
      * Kinds of core are ranked by cpufreq's base_frequency where the kernel
      * has no cpu_capacity, and ARM rescales cpu_capacity when its cpufreq
@@ -122,13 +101,15 @@ char *topo_cache_key(int *max, hwloc_bitmap_t online, const char **why)
      */
     char path[64];
     struct stat st;
-    snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cpufreq", first);
-    char *k = xasprintf("%scpufreq %s\n", key,
-                        first < 0              ? "-"
-                        : stat(path, &st) == 0 ? "yes"
-                                               : "no");
-    free(key);
-    return k;
+    snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cpufreq",
+             hwloc_bitmap_first(online));
+    char *key = xasprintf("tunerun topology cache 5\ntunerun %s\nhwloc %s %s\n%s %s\n%s %s\n"
+                          "%s %s\ncpufreq %s\n",
+                          exe, libpath ? libpath : "-", hw, key_files[0], boot_id(), key_files[1],
+                          cpus, key_files[2], memory, stat(path, &st) == 0 ? "yes" : "no");
+    free(exe);
+    free(hw);
+    return key;
 }
 
 /*
@@ -143,6 +124,8 @@ char *topo_cache_key(int *max, hwloc_bitmap_t online, const char **why)
  *     core LIST               per core
  *     kind LIST LABEL         per kind of core, fastest first: none, or two and more
  *     distances V...          nodes x nodes, in node order; absent: unknown
+ *     present OS BYTES        per node, what its zones hold (topo_memory.c); absent: none
+ *     totalram BYTES          the machine's total memory when they were read
  *
  * LIST is bitmap_list()'s ("none" when empty).
  */
@@ -187,6 +170,11 @@ char *topo_cache_format(const struct machine *m)
             APPEND(" %llu", (unsigned long long)m->distance[i]);
         APPEND("\n");
     }
+    for (size_t i = 0; m->present && i < m->nnodes; i++)
+        if (m->present[i])
+            APPEND("present %u %llu\n", m->nodes[i].os_index, (unsigned long long)m->present[i]);
+    if (m->totalram)
+        APPEND("totalram %llu\n", (unsigned long long)m->totalram);
 #undef APPEND
     return text;
 }
@@ -256,6 +244,25 @@ static size_t words(const char *s)
 }
 
 /*
+ * A present line's node and bytes, for a node listed before it, once: a
+ * node whose zones hold nothing has no line, as its gap is none.
+ */
+static bool cached_present(struct machine *m, const char *os, const char *bytes)
+{
+    uint64_t node, v;
+    if (!parse_u64(os, &node) || !parse_u64(bytes, &v) || v == 0)
+        return false;
+    if (m->present == NULL)
+        m->present = xcalloc(m->nnodes ? m->nnodes : 1, sizeof(*m->present));
+    for (size_t i = 0; i < m->nnodes; i++)
+        if (m->nodes[i].os_index == node && m->present[i] == 0) {
+            m->present[i] = v;
+            return true;
+        }
+    return false;
+}
+
+/*
  * topo_cache_format()'s text back (modified in place), its CPUs within 0..max;
  * false with why (a line that is wrong, or one missing) otherwise. What it
  * says must hold together: every set within the complete one, node os
@@ -284,7 +291,7 @@ bool topo_cache_parse(char *text, int max, hwloc_const_bitmap_t online, struct m
                  (m->complete = cached_set(strtok_r(NULL, " ", &w), NULL, max)) != NULL;
         } else if (ok && strcmp(word, "online") == 0 && m->online == NULL) {
             ok = (m->online = cached_set(strtok_r(NULL, " ", &w), m->complete, 0)) != NULL;
-        } else if (ok && strcmp(word, "node") == 0 && m->distance == NULL) {
+        } else if (ok && strcmp(word, "node") == 0 && m->distance == NULL && !m->present) {
             uint64_t os, bytes;
             const char *a = strtok_r(NULL, " ", &w), *b = strtok_r(NULL, " ", &w);
             const char *c = strtok_r(NULL, " ", &w), *d = strtok_r(NULL, " ", &w);
@@ -339,6 +346,11 @@ bool topo_cache_parse(char *text, int max, hwloc_const_bitmap_t online, struct m
                 m->distance = xcalloc(n, sizeof(*m->distance));
             for (size_t i = 0; ok && i < n; i++)
                 ok = parse_u64(strtok_r(NULL, " ", &w), &m->distance[i]);
+        } else if (ok && strcmp(word, "present") == 0 && m->totalram == 0) {
+            const char *os = strtok_r(NULL, " ", &w), *bytes = strtok_r(NULL, " ", &w);
+            ok = cached_present(m, os, bytes);
+        } else if (ok && strcmp(word, "totalram") == 0 && m->totalram == 0) {
+            ok = parse_u64(strtok_r(NULL, " ", &w), &m->totalram) && m->totalram > 0;
         } else {
             ok = false;
         }
@@ -375,11 +387,9 @@ bool topo_cache_parse(char *text, int max, hwloc_const_bitmap_t online, struct m
 static const char *key_mismatch(const char *key, const char *text, size_t n)
 {
     static const char *const what[] = {
-        "another cache format",         "another tunerun binary",
-        "another libhwloc file",        "another boot",
-        "other possible CPUs",          "other online CPUs",
-        "other online NUMA nodes",      "other NUMA nodes with CPUs",
-        "other NUMA nodes with memory", "a cpufreq driver loaded or gone",
+        "another cache format",  "another tunerun binary",       "another libhwloc file",
+        "another boot",          "other online CPUs",            "other NUMA nodes with memory",
+        "a cpufreq driver loaded or gone",
     };
     _Static_assert(sizeof(what) / sizeof(what[0]) == 4 + NKEY_FILES, "a name per key line");
     size_t line = 0;

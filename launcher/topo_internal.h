@@ -47,6 +47,13 @@ struct machine {
     size_t nkinds;
     /* what this process may use; NULL (for the host, until read) means everything */
     hwloc_bitmap_t allowed_cpus, allowed_nodes;
+    /*
+     * This host's zones, when it was discovered: per node, the bytes its
+     * zones hold (present pages, whether initialized or not), and the
+     * machine's total then (sysinfo); NULL and 0 where not known.
+     */
+    uint64_t *present;
+    uint64_t totalram;
 };
 
 #define CACHE_NAME "topology.cache"
@@ -83,12 +90,23 @@ char *topo_cache_read(struct topo *t, const struct state_dir *sd, const char *ke
 void topo_cache_write(struct topo *t, const struct state_dir *sd, const char *key,
                       const struct machine *m);
 
+/* ---- topo_memory.c -------------------------------------------------------- */
+
+/* This host's zones into m: what each node's hold, and the machine's total (see above). */
+void topo_machine_zones(struct machine *m);
+/*
+ * Every node's memory now (this host's), and what m's zones say its
+ * meminfo does not count yet where all_nodes (every node with memory is
+ * this process's).
+ */
+void topo_load_memory(struct topo *t, const struct machine *m, bool all_nodes);
+
 /* ---- topo_narrow.c -------------------------------------------------------- */
 
 /* A cgroup's list as an allowed set; NULL (everything) when it is unknown or unreadable. */
 hwloc_bitmap_t topo_allowed_set(char *list);
-/* The nodes the kernel lets this process allocate on, narrowing *allowed. */
-void topo_kernel_mems(hwloc_bitmap_t *allowed);
+/* The nodes the kernel lets this process allocate on; NULL: every node. */
+hwloc_bitmap_t topo_kernel_mems(void);
 /* The machine as this process may use it: the planner's struct topo. Frees m. */
 void topo_narrow(struct topo *t, struct machine *m);
 

@@ -2,20 +2,17 @@
  * topo_narrow.c - the machine as this process may use it: the planner's
  * struct topo, its CPUs and nodes within the cgroup's cpuset and the
  * kernel's allowed memory nodes, each CPU's one home node, the cores and
- * kinds of core, and every node's memory as it is now.
+ * kinds of core; every node's memory as it is now comes from
+ * topo_memory.c.
  */
 #include "topo_internal.h"
 #include "util.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <numa.h>
 #include <numaif.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sysinfo.h>
-#include <unistd.h>
 
 /* Ordinary memory wins a tie for CPU home over the special kinds. */
 static int subtype_rank(const char *subtype)
@@ -155,180 +152,36 @@ static void load_kinds(const struct machine *m, struct topo *t)
     }
 }
 
-/* What the nodes' meminfo counts, when it falls short of total by more than 1%; else 0. */
-static uint64_t counted_short(const struct topo *t, uint64_t total)
-{
-    uint64_t counted = 0;
-    for (size_t i = 0; i < t->nnodes; i++)
-        counted += t->nodes[i].mem_total;
-    return counted < total - total / 100 ? counted : 0; /* 0 too when no node has any */
-}
-
 /*
- * Memory the machine has that its nodes' meminfo does not count yet. A
- * kernel that initializes struct pages lazily (this machine's, a 24 GiB
- * Firecracker guest booted with a vendor's deferred_init=lazy: pages
- * "left to deferred_grow_zone()") adds them to its zones' managed pages,
- * and so to its nodes' MemTotal, only as memory is used, while the
- * machine's total (sysinfo, /proc/meminfo, what the JVM sees) has them
- * from the start: its one node counted 5 to 16 GiB of 23.5. Upstream's
- * DEFERRED_STRUCT_PAGE_INIT finishes before init runs, and every later
- * change (balloons, hotplug) moves both counts together. A heap or a bind
- * sized by the nodes' counts alone would be a fraction of the machine's.
- * hwloc and libnuma both read the nodes' meminfo and know nothing of
- * this, hence by hand.
+ * The nodes the kernel lets this process allocate on: its cpuset's, which
+ * get_mempolicy(MPOL_F_MEMS_ALLOWED) says, and the truth where a cgroup
+ * namespace hides whose cpuset files those would be. Where the call fails
+ * (a seccomp filter: Docker's default profile refuses get_mempolicy
+ * without CAP_SYS_NICE), the Mems_allowed of /proc/self/status that
+ * libnuma read when it loaded (numa_all_nodes_ptr) says the same; never
+ * libnuma's numa_get_mems_allowed(), which returns an empty set then and
+ * prints its own line to stderr. NULL where neither says: every node.
  */
-bool topo_add_uninitialized(struct topo *t, uint64_t total, const char *zoneinfo, uint64_t page)
-{
-    uint64_t counted = counted_short(t, total);
-    if (counted == 0 || zoneinfo == NULL || page == 0)
-        return false;
-    /* per node: the pages its zones hold (present) and those they do not manage */
-    double *gap = xcalloc(2 * t->nnodes, sizeof(*gap)), *present = gap + t->nnodes;
-    double gaps = 0, presents = 0;
-    int at = -1;
-    unsigned long long zone_present = 0, n;
-    for (const char *p = zoneinfo; *p;) {
-        /* a line at a time, a short copy of it: sscanf on the rest would read it all */
-        const char *end = strchr(p, '\n');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        char line[128];
-        unsigned os;
-        snprintf(line, sizeof(line), "%.*s", (int)(len < sizeof(line) ? len : sizeof(line) - 1), p);
-        p += len + (end != NULL);
-        if (sscanf(line, "Node %u, zone", &os) == 1) {
-            at = topo_node_index(t, os);
-            zone_present = 0;
-        } else if (at >= 0 && sscanf(line, " present %llu", &n) == 1) {
-            zone_present = n;
-            present[at] += (double)n, presents += (double)n;
-        } else if (at >= 0 && sscanf(line, " managed %llu", &n) == 1 && zone_present > n) {
-            gap[at] += (double)(zone_present - n), gaps += (double)(zone_present - n);
-        }
-    }
-    /*
-     * Not all of a gap is to come: the kernel's own reservations (its
-     * struct pages, about 1.6% of memory, a crashkernel) stay unmanaged.
-     * What the gaps hold beyond the shortfall is that, spread by present
-     * pages; each node's share of the shortfall follows what is left of
-     * its gap, and is never more than its gap.
-     */
-    double missing = (double)(total - counted) / (double)page;
-    double kept = gaps > missing ? gaps - missing : 0, *lazy = xcalloc(t->nnodes, sizeof(*lazy));
-    double lazies = 0, added = 0;
-    for (size_t i = 0; i < t->nnodes && presents > 0; i++) {
-        lazy[i] = gap[i] - kept * present[i] / presents;
-        lazy[i] = lazy[i] > 0 ? lazy[i] : 0;
-        lazies += lazy[i];
-    }
-    for (size_t i = 0; i < t->nnodes && lazies > 0; i++) {
-        double share = missing * lazy[i] / lazies;
-        uint64_t bytes = (uint64_t)((share < gap[i] ? share : gap[i]) * (double)page);
-        t->nodes[i].mem_total += bytes;
-        t->nodes[i].mem_free += bytes; /* initialized, it is free */
-        added += (double)bytes;
-    }
-    if (added > 0) {
-        free(t->memory_note);
-        t->memory_note = xasprintf(
-            "the nodes' meminfo counts %.1f GiB of the %.1f GiB this machine has: the rest is in "
-            "their zones, not yet initialized (a kernel that does it lazily), and counted here "
-            "as free",
-            (double)counted / (1 << 30), (double)total / (1 << 30));
-    }
-    free(lazy);
-    free(gap);
-    return added > 0;
-}
-
-/* sysinfo's total memory, or 0. */
-static uint64_t machine_memory(void)
-{
-    struct sysinfo si;
-    return sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit : 0;
-}
-
-/*
- * The same for this machine, whose every node with memory is allowed (its
- * memory is theirs): /proc/zoneinfo is read only when the nodes fall
- * short, which is rare. `before` is sysinfo's total before the nodes were
- * read: the smaller of it and the one after, so that a balloon that gave
- * memory back in between does not pass for memory to come.
- */
-static void uninitialized_memory(struct topo *t, uint64_t before)
-{
-    uint64_t after = machine_memory(), total = after < before ? after : before;
-    if (total == 0 || counted_short(t, total) == 0)
-        return;
-    char *zoneinfo = NULL;
-    size_t len;
-    int fd = open("/proc/zoneinfo", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0 && read_fd_text(fd, INERT_MAX, &zoneinfo, &len) != 0)
-        zoneinfo = NULL;
-    if (fd >= 0)
-        close(fd);
-    long page = sysconf(_SC_PAGESIZE);
-    topo_add_uninitialized(t, total, zoneinfo, page > 0 ? (uint64_t)page : 0);
-    free(zoneinfo);
-}
-
-/*
- * hwloc keeps only each node's total. libnuma reads total and free from the
- * node's meminfo, now: a cached topology may predate memory hotplug. A
- * kernel without NUMA has no such file, and the sizes stay as they were.
- * `all_nodes`: every node of the machine with memory is allowed, so that
- * its memory is theirs.
- */
-static void load_memory(struct topo *t, bool all_nodes)
-{
-    if (t->source == TOPO_HOST) {
-        uint64_t before = all_nodes ? machine_memory() : 0;
-        for (size_t i = 0; i < t->nnodes; i++) {
-            long long freemem = 0;
-            long long total = numa_node_size64((int)t->nodes[i].os_index, &freemem);
-            if (total >= 0 && freemem >= 0) {
-                t->nodes[i].mem_total = (uint64_t)total;
-                t->nodes[i].mem_free = (uint64_t)freemem;
-            }
-        }
-        if (all_nodes)
-            uninitialized_memory(t, before);
-    }
-    for (size_t i = 0; i < t->nnodes; i++)
-        t->memory_known = t->memory_known || t->nodes[i].mem_total > 0;
-    for (size_t i = 0; i < t->nnodes; i++)
-        /* Some XMLs carry no memory sizes at all; then every node has memory. */
-        t->nodes[i].has_memory = t->nodes[i].mem_total > 0 || !t->memory_known;
-}
-
-/*
- * The nodes the kernel lets this process allocate on (its cpuset's:
- * get_mempolicy(MPOL_F_MEMS_ALLOWED)) narrow what the cgroup files said.
- * They are the truth where a cgroup namespace hides whose files those
- * are; the CPUs need no such check, as the affinity already holds the
- * process to its cpuset's. When the call fails, the cgroup's say stands:
- * a kernel without NUMA, or a seccomp filter (Docker's default profile
- * refuses get_mempolicy without CAP_SYS_NICE), must not leave no node at
- * all. libnuma's numa_get_mems_allowed() would: it returns an empty set
- * then, and prints its own line to stderr.
- */
-void topo_kernel_mems(hwloc_bitmap_t *allowed)
+hwloc_bitmap_t topo_kernel_mems(void)
 {
     /*
      * Room for every node id the kernel may have, as it requires; maxnode
      * is one more than the bits the mask holds, as libnuma passes it.
      */
     unsigned long mask[(BITMAP_MAX_INDEX + 1) / (8 * sizeof(unsigned long))] = {0};
-    if (get_mempolicy(NULL, mask, 8 * sizeof(mask) + 1, NULL, MPOL_F_MEMS_ALLOWED) != 0)
-        return;
     hwloc_bitmap_t k = hwloc_bitmap_alloc();
-    hwloc_bitmap_from_ulongs(k, sizeof(mask) / sizeof(mask[0]), mask);
-    if (*allowed) {
-        hwloc_bitmap_and(*allowed, *allowed, k);
-        hwloc_bitmap_free(k);
-    } else {
-        *allowed = k;
+    if (get_mempolicy(NULL, mask, 8 * sizeof(mask) + 1, NULL, MPOL_F_MEMS_ALLOWED) == 0) {
+        hwloc_bitmap_from_ulongs(k, sizeof(mask) / sizeof(mask[0]), mask);
+        return k;
     }
+    for (int n = 0; numa_all_nodes_ptr && n <= numa_max_possible_node(); n++)
+        if (numa_bitmask_isbitset(numa_all_nodes_ptr, (unsigned)n))
+            hwloc_bitmap_set(k, (unsigned)n);
+    if (hwloc_bitmap_iszero(k)) {
+        hwloc_bitmap_free(k);
+        return NULL;
+    }
+    return k;
 }
 
 /* A cgroup's list as an allowed set; NULL (everything) when it is unknown or unreadable. */
@@ -366,7 +219,7 @@ void topo_narrow(struct topo *t, struct machine *m)
     t->offline = hwloc_bitmap_dup(m->complete); /* all that exist */
     hwloc_bitmap_andnot(t->offline, t->offline, m->online);
     load_nodes(m, t);
-    load_memory(t, every_memory_node(m, t));
+    topo_load_memory(t, m, every_memory_node(m, t));
     load_cores(m, t);
     load_kinds(m, t);
     topo_machine_free(m);
