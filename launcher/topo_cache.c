@@ -387,8 +387,12 @@ bool topo_cache_parse(char *text, int max, hwloc_const_bitmap_t online, struct m
 static const char *key_mismatch(const char *key, const char *text, size_t n)
 {
     static const char *const what[] = {
-        "another cache format",  "another tunerun binary",       "another libhwloc file",
-        "another boot",          "other online CPUs",            "other NUMA nodes with memory",
+        "another cache format",
+        "another tunerun binary",
+        "another libhwloc file",
+        "another boot",
+        "other online CPUs",
+        "other NUMA nodes with memory",
         "a cpufreq driver loaded or gone",
     };
     _Static_assert(sizeof(what) / sizeof(what[0]) == 4 + NKEY_FILES, "a name per key line");
