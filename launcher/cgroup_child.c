@@ -88,7 +88,10 @@ static int move_self(const char *dir, bool v2)
     return error;
 }
 
-/* Empty tunerun.* children of dir that services before this one left: rmdir keeps any in use. */
+/*
+ * Empty tunerun.* children of dir that services before this one left,
+ * a minute old: rmdir keeps any in use, and this launch's own is new.
+ */
 static void sweep(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -251,7 +254,6 @@ bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bo
                   child + 1, strerror(error), strlen(dir));
         return false;
     }
-    sweep(dir);
     snprintf(where, where_n, "%s", child);
     /*
      * Another launch removed the empty child between our mkdir and the
@@ -287,6 +289,14 @@ bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bo
     snprintf(entered, sizeof(entered), "%s", child);
     snprintf(left_from, sizeof(left_from), "%s", dir);
     left_v2 = v2;
+    /*
+     * Children pile up only when new ones are made (a new profile or
+     * value), so that is when to look for the empty ones of services that
+     * ended: a launch that reuses its child reads no directory (a cgroupfs
+     * readdir costs more than the move itself).
+     */
+    if (created)
+        sweep(dir);
     return true;
 }
 
