@@ -140,12 +140,19 @@ static int node_up(const char *root, const char *resolved)
     snprintf(top, sizeof(top), "%s/sys/devices/", prefix(root));
     size_t n = strlen(top);
     int node = -1;
+    /*
+     * This host's sysfs holds attributes, never a device a driver would
+     * see opened: read them as they are. Another tree (doctor's --root) is
+     * whoever made it's, and opened inertly.
+     */
+    bool (*read_line)(const char *, char *, size_t) =
+        *prefix(root) ? read_line_regular : read_line_file;
     for (char *slash; node < 0 && strncmp(dir, top, n) == 0 &&
                       (slash = strrchr(dir, '/')) != NULL && (size_t)(slash - dir) >= n;
          *slash = '\0') {
         char file[8192], *end;
         snprintf(file, sizeof(file), "%s/numa_node", dir);
-        if (read_line_regular(file, buf, sizeof(buf))) {
+        if (read_line(file, buf, sizeof(buf))) {
             long v = strtol(buf, &end, 10);
             if (end != buf && *end == '\0' && v >= 0 && (unsigned long)v <= BITMAP_MAX_INDEX)
                 node = (int)v;
