@@ -4,17 +4,18 @@
  * topology.
  *
  * The file starts with a key made of what can change the machine under a
- * running kernel (boot id, online and possible CPUs, online nodes and
- * which have CPUs or memory) and of the tunerun and libhwloc files
- * themselves: any difference and the machine is discovered again. Its
- * body is lines of tunerun's own that hwloc's list parser reads back.
+ * running kernel (boot id, online CPUs, nodes with memory, cpufreq) and of
+ * the tunerun and libhwloc builds themselves: any difference and the
+ * machine is discovered again. Its body is lines of tunerun's own that
+ * hwloc's list parser reads back.
  */
 #include "topo_internal.h"
 #include "util.h"
 
-#include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,76 @@ static char *file_id(const char *path)
                      (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
 }
 
+/* The loaded object that holds `addr`, and its GNU build id, as dl_iterate_phdr() finds them. */
+struct loaded {
+    const void *addr;
+    const char *name; /* "" for the program itself */
+    char id[2 * 64 + 1];
+    bool found;
+};
+
+/* The build id in one PT_NOTE segment, in hex; false when it has none. */
+static bool note_build_id(const char *at, size_t size, size_t align, char *hex, size_t n)
+{
+    align = align == 8 ? 8 : 4; /* notes are 4-aligned, or 8 in an 8-aligned segment */
+    for (size_t off = 0; off + sizeof(ElfW(Nhdr)) <= size;) {
+        const ElfW(Nhdr) *nh = (const void *)(at + off);
+        size_t name = off + sizeof(*nh), desc = name + ((nh->n_namesz + align - 1) & ~(align - 1));
+        size_t next = desc + ((nh->n_descsz + align - 1) & ~(align - 1));
+        if (next > size || next <= off)
+            return false;
+        if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+            memcmp(at + name, "GNU", 4) == 0 && nh->n_descsz > 0 && 2 * nh->n_descsz < n) {
+            for (size_t i = 0; i < nh->n_descsz; i++)
+                snprintf(hex + 2 * i, 3, "%02x", (unsigned char)at[desc + i]);
+            return true;
+        }
+        off = next;
+    }
+    return false;
+}
+
+static int find_loaded(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct loaded *l = arg;
+    uintptr_t addr = (uintptr_t)l->addr;
+    bool holds = false;
+    for (size_t i = 0; i < info->dlpi_phnum && !holds; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+        holds = ph->p_type == PT_LOAD && addr >= start && addr - start < ph->p_memsz;
+    }
+    if (!holds)
+        return 0;
+    l->found = true;
+    l->name = info->dlpi_name;
+    for (size_t i = 0; i < info->dlpi_phnum && !l->id[0]; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_NOTE)
+            note_build_id((const char *)(info->dlpi_addr + ph->p_vaddr), ph->p_memsz, ph->p_align,
+                          l->id, sizeof(l->id));
+    }
+    return 1;
+}
+
+/*
+ * Which build of the object holding addr runs: its build id, a hash of
+ * its contents that the linker writes in a note (Debian's toolchain
+ * always does), read from memory with no system call; where it has none,
+ * the identity of the file it was loaded from (`file`, or the object's
+ * own path). In *path the object's path, for the key to name.
+ */
+static char *build_of(const void *addr, const char *file, const char **path)
+{
+    struct loaded l = {.addr = addr};
+    dl_iterate_phdr(find_loaded, &l);
+    *path = l.found && l.name[0] ? l.name : NULL;
+    if (l.id[0])
+        return xasprintf("build-id %s", l.id);
+    return file_id(file ? file : *path);
+}
+
 /*
  * The key a cache must have been written under, in *max the machine's
  * highest possible CPU, which bounds what the cache may name, and in
@@ -70,8 +141,8 @@ static char *file_id(const char *path)
  * not say), which the cache's own online line must match; NULL, with
  * why, when there is no boot id, or no cpu/possible: without sysfs hwloc's
  * discovery is a guess that must not replace what a launch with it found.
- * hwloc's API version is the same for many releases, so the library file
- * itself, and tunerun's binary (its filters and flags), are in it.
+ * hwloc's API version is the same for many releases, so the library's
+ * build itself, and tunerun's (its filters and flags), are in it.
  */
 char *topo_cache_key(int *max, hwloc_bitmap_t online, const char **why)
 {
@@ -87,9 +158,9 @@ char *topo_cache_key(int *max, hwloc_bitmap_t online, const char **why)
         *why = "cannot read /sys/devices/system/cpu/online, so no topology cache";
         return NULL;
     }
-    Dl_info lib;
-    const char *libpath = dladdr((void *)hwloc_topology_init, &lib) ? lib.dli_fname : NULL;
-    char *exe = file_id("/proc/self/exe"), *hw = file_id(libpath);
+    const char *libpath, *self;
+    char *exe = build_of((void *)topo_cache_key, "/proc/self/exe", &self);
+    char *hw = build_of((void *)hwloc_topology_init, NULL, &libpath);
     char memory[8192];
     if (!read_line_file(key_files[2], memory, sizeof(memory)))
         strcpy(memory, "-");
