@@ -306,7 +306,8 @@ static bool trusted_as_root(const char *path, int fd, const struct stat *st, str
     return ok;
 }
 
-static bool read_text(const char *path, char **text, struct err *e)
+/* The text of the profile at path, and in *st the file it was read from. */
+static bool read_text(const char *path, char **text, struct stat *st, struct err *e)
 {
     /*
      * Checked to be a regular file before it is opened: as root, a name on
@@ -322,13 +323,12 @@ static bool read_text(const char *path, char **text, struct err *e)
         err_set(e, "cannot open profile %s: %s", path, strerror(errno));
         return false;
     }
-    struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
         err_set(e, "%s: not a regular file", path);
         close(fd);
         return false;
     }
-    if (geteuid() == 0 && !trusted_as_root(path, fd, &st, e)) {
+    if (geteuid() == 0 && !trusted_as_root(path, fd, st, e)) {
         close(fd);
         return false;
     }
@@ -594,11 +594,9 @@ bool profile_read_file(struct loader *L, const char *path, const char *text, con
             return false;
         }
     } else if (text == NULL) {
-        if (!read_text(path, &owned, e))
+        if (!read_text(path, &owned, &st, e))
             return false;
-        text = owned;
-        if (stat(path, &st) < 0)
-            st = (struct stat){0};
+        text = owned; /* st: the file read, which an include cycle names again */
     }
     for (size_t i = 0; i < L->depth; i++) {
         bool same =
