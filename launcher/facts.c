@@ -167,7 +167,12 @@ bool facts_gather(struct facts *f, const struct facts_request *rq, struct err *e
     }
     if (f->here)
         say_state(f, st, &why);
-    if (f->here && p && p->placement.near) {
+    /*
+     * A launch with one node to run on has nothing for `near` to rank, and
+     * leaves the disk alone (a plan still shows what it would find).
+     */
+    if (f->here && p && p->placement.near &&
+        (rq->use == FACTS_PLAN || topo_cpu_nodes(&f->topo) > 1)) {
         /* looked up before the registry is locked: a path on a stalled NFS mount holds one launch
          */
         f->near.nodes = hwloc_bitmap_alloc();

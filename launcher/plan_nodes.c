@@ -205,11 +205,16 @@ void plan_note_near(struct ctx *c, const struct plan_input *in)
     const char *path = c->p->placement.near;
     if (path == NULL)
         return;
+    bool moot = topo_cpu_nodes(t) <= 1; /* nothing to rank: facts.c leaves a launch's alone */
     if (in->near == NULL) {
         plan_note_add(c->pl, NOTE_INFO,
-                      "near %s: not looked up, the topology is not this machine's", path);
+                      t->source != TOPO_HOST
+                          ? "near %s: not looked up, the topology is not this machine's"
+                          : "near %s: not looked up, with one node to run on and none to choose",
+                      path);
         return;
     }
+
     hwloc_bitmap_t gone = hwloc_bitmap_alloc();
     unsigned *dist = xcalloc(t->nnodes ? t->nnodes : 1, sizeof(unsigned));
     bool known = false;
@@ -244,6 +249,11 @@ void plan_note_near(struct ctx *c, const struct plan_input *in)
         c->near_path = path;
         c->near_nodes = in->near->nodes;
     }
+    if (moot && t->source == TOPO_HOST)
+        plan_note_add(c->pl, NOTE_INFO,
+                      "near %s: a launch here does not look it up, with one node to run on and none "
+                      "to choose",
+                      path);
     if (c->near == NULL)
         free(dist);
     free(list);

@@ -72,6 +72,14 @@ int topo_node_index(const struct topo *t, unsigned os_index)
     return -1;
 }
 
+size_t topo_cpu_nodes(const struct topo *t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < t->nnodes; i++)
+        n += !hwloc_bitmap_iszero(t->nodes[i].cpus);
+    return n;
+}
+
 void topo_nodeless(const struct topo *t, hwloc_const_bitmap_t set, hwloc_bitmap_t out)
 {
     hwloc_bitmap_zero(out);

@@ -124,6 +124,12 @@ bool topo_add_uninitialized(struct topo *t, uint64_t total, const char *zoneinfo
 /* Index in t->nodes of the node with this os index, or -1. */
 int topo_node_index(const struct topo *t, unsigned os_index);
 /*
+ * How many allowed nodes are home to an allowed CPU: those a service's
+ * CPUs can be placed on. With one (or none), where to place them is no
+ * choice, and what only ranks the choices (`near`) is not worth learning.
+ */
+size_t topo_cpu_nodes(const struct topo *t);
+/*
  * The CPUs of set that no allowed node is home to: a cpuset may allow CPUs
  * whose own node it does not allow memory on (docker run --cpuset-cpus 0-3
  * --cpuset-mems 1). They run the service, and their memory comes from
