@@ -457,14 +457,14 @@ void doctor_check_files(struct doc *d)
     }
 }
 
-/* Whether path is a directory; else why not, in why. */
-static bool is_dir(const char *path, char *why, size_t n)
+/* Whether path is a directory; else why not, in e. */
+static bool is_dir(const char *path, struct err *e)
 {
     struct stat st;
     if (stat(path, &st) < 0)
-        snprintf(why, n, "%s", strerror(errno));
+        err_errno(e, errno, "%s", strerror(errno));
     else if (!S_ISDIR(st.st_mode))
-        snprintf(why, n, "%s", strerror(ENOTDIR));
+        err_errno(e, ENOTDIR, "%s", strerror(ENOTDIR));
     else
         return true;
     return false;
@@ -479,17 +479,18 @@ static bool is_dir(const char *path, char *why, size_t n)
  */
 static bool usable(const char *root, const char *data_dir)
 {
-    char why[256], sub[4096];
-    if (root && !is_dir(root, why, sizeof(why))) {
-        log_error("--root %s: %s", root, why);
+    char sub[4096];
+    struct err why;
+    if (root && !is_dir(root, &why)) {
+        log_error("--root %s: %s", root, why.msg);
         return false;
     }
     for (const char *const *s = (const char *const[]){"proc", "sys", NULL}; root && *s; s++) {
         snprintf(sub, sizeof(sub), "%s/%s", root, *s);
-        if (!is_dir(sub, why, sizeof(why))) {
+        if (!is_dir(sub, &why)) {
             log_error("--root %s: no %s/ under it to audit (%s): give a copy of a host's /proc "
                       "and /sys",
-                      root, *s, why);
+                      root, *s, why.msg);
             return false;
         }
     }
@@ -499,8 +500,8 @@ static bool usable(const char *root, const char *data_dir)
         log_error("--root %s: %s", root, strerror(errno));
         return false;
     }
-    if (data_dir && here && !is_dir(data_dir, why, sizeof(why))) {
-        log_error("--data-dir %s: %s", data_dir, why);
+    if (data_dir && here && !is_dir(data_dir, &why)) {
+        log_error("--data-dir %s: %s", data_dir, why.msg);
         return false;
     }
     if (data_dir && !here && data_dir[0] != '/') {
@@ -521,13 +522,14 @@ int doctor_run(const char *root, const struct profile *p, const char *data_dir, 
      * mounts something there other than / (of a fixture only /proc and /sys
      * are known, not its files).
      */
-    char why[256], mnt[4096];
+    char mnt[4096];
+    struct err why;
     unsigned maj, min;
     bool here = root == NULL || strcmp(root, "/") == 0;
     const char *near = p ? p->placement.near : NULL;
     bool from_near =
         data_dir == NULL && near &&
-        (here ? is_dir(near, why, sizeof(why))
+        (here ? is_dir(near, &why)
               : disk_of_path(root, near, &maj, &min, mnt, sizeof(mnt)) && strcmp(mnt, "/") != 0);
     struct doc d = {.root = root ? root : "/", .p = p, .data_dir = from_near ? near : data_dir};
     d.r = (struct doctor_report){.profile = p ? p->name : NULL,

@@ -250,10 +250,11 @@ void plan_note_near(struct ctx *c, const struct plan_input *in)
         c->near_nodes = in->near->nodes;
     }
     if (moot && t->source == TOPO_HOST)
-        plan_note_add(c->pl, NOTE_INFO,
-                      "near %s: a launch here does not look it up, with one node to run on and none "
-                      "to choose",
-                      path);
+        plan_note_add(
+            c->pl, NOTE_INFO,
+            "near %s: a launch here does not look it up, with one node to run on and none "
+            "to choose",
+            path);
     if (c->near == NULL)
         free(dist);
     free(list);

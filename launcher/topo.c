@@ -194,7 +194,8 @@ static bool load_host(struct topo *t, const struct state_dir *sd, struct machine
                 fsroot);
         return false;
     }
-    char *key = NULL, var[64], why[128];
+    char *key = NULL, var[64];
+    struct err why;
     const char *nokey;
     int max;
     hwloc_bitmap_t online = hwloc_bitmap_alloc();
@@ -208,7 +209,7 @@ static bool load_host(struct topo *t, const struct state_dir *sd, struct machine
 
     char *cached = key ? topo_cache_read(t, sd, key) : NULL;
     if (cached) {
-        bool ok = topo_cache_parse(cached, max, online, m, why, sizeof(why));
+        bool ok = topo_cache_parse(cached, max, online, m, &why);
         free(cached);
         if (ok) {
             t->cache = TOPO_CACHE_HIT;
@@ -217,7 +218,7 @@ static bool load_host(struct topo *t, const struct state_dir *sd, struct machine
             hwloc_bitmap_free(online);
             return true;
         }
-        topo_cache_note(t, "%s/%s: %s", sd->path, CACHE_NAME, why);
+        topo_cache_note(t, "%s/%s: %s", sd->path, CACHE_NAME, why.msg);
     }
     struct hwloc_env env;
     hwloc_env_set(&env);
@@ -304,13 +305,11 @@ bool topo_parse_cache(struct topo *t, const char *text, struct err *e)
 {
     memset(t, 0, sizeof(*t));
     struct machine m;
-    char *copy = xstrdup(text), why[128];
-    bool ok = topo_cache_parse(copy, CPUS_UNKNOWN_MAX, NULL, &m, why, sizeof(why));
+    char *copy = xstrdup(text);
+    bool ok = topo_cache_parse(copy, CPUS_UNKNOWN_MAX, NULL, &m, e);
     free(copy);
-    if (!ok) {
-        err_set(e, "%s", why);
+    if (!ok)
         return false;
-    }
     t->source = TOPO_XML;
     t->desc = xstrdup("a topology cache");
     topo_narrow(t, &m);

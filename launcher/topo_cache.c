@@ -343,7 +343,7 @@ static bool cached_present(struct machine *m, const char *os, const char *bytes)
  * key, and is discovered again.
  */
 bool topo_cache_parse(char *text, int max, hwloc_const_bitmap_t online, struct machine *m,
-                      char *why, size_t why_n)
+                      struct err *e)
 {
     memset(m, 0, sizeof(*m));
     hwloc_bitmap_t seen = hwloc_bitmap_alloc(), in_cores = hwloc_bitmap_alloc();
@@ -434,17 +434,17 @@ bool topo_cache_parse(char *text, int max, hwloc_const_bitmap_t online, struct m
     hwloc_bitmap_free(in_cores);
     hwloc_bitmap_free(in_kinds);
     if (bad)
-        snprintf(why, why_n, "line %u after the key is not tunerun's", bad);
+        err_set(e, "line %u after the key is not tunerun's", bad);
     else if (m->complete == NULL || m->online == NULL || m->nnodes == 0)
-        snprintf(why, why_n, "it ends before its complete, online and node lines");
+        err_set(e, "it ends before its complete, online and node lines");
     else if (hwloc_bitmap_iszero(m->online))
-        snprintf(why, why_n, "it has no CPU online; a machine that runs this has one");
+        err_set(e, "it has no CPU online; a machine that runs this has one");
     else if (online && !hwloc_bitmap_iszero(online) && !hwloc_bitmap_isequal(m->online, online))
-        snprintf(why, why_n, "its online CPUs are not the ones its key names");
+        err_set(e, "its online CPUs are not the ones its key names");
     else if (m->ncores == 0)
-        snprintf(why, why_n, "it has no core line; a machine without cores is never cached");
+        err_set(e, "it has no core line; a machine without cores is never cached");
     else if (m->nkinds == 1)
-        snprintf(why, why_n, "it has one kind line; a machine whose cores are alike has none");
+        err_set(e, "it has one kind line; a machine whose cores are alike has none");
     else
         return true;
     topo_machine_free(m);

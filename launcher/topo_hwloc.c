@@ -327,28 +327,27 @@ static size_t synthetic_pus(const char *desc, bool *beyond)
  * written: the planner and the cache take a node's number for its
  * identity, and no CPU beyond what a launch reads from a file.
  */
-static const char *machine_inconsistent(const struct machine *m)
+static bool machine_consistent(const struct machine *m, const char *spec, struct err *e)
 {
-    static char why[96];
     if (hwloc_bitmap_last(m->complete) > (int)BITMAP_MAX_INDEX) {
-        snprintf(why, sizeof(why), "a CPU numbered above %lu; Linux numbers them below it",
-                 BITMAP_MAX_INDEX);
-        return why;
+        err_set(e, "--topology %s: a CPU numbered above %lu; Linux numbers them below it", spec,
+                BITMAP_MAX_INDEX);
+        return false;
     }
     for (size_t a = 0; a < m->nnodes; a++) {
         if (m->nodes[a].os_index >= MAX_NODES) {
-            snprintf(why, sizeof(why), "a NUMA node numbered above %d; Linux numbers them below it",
-                     MAX_NODES - 1);
-            return why;
+            err_set(e, "--topology %s: a NUMA node numbered above %d; Linux numbers them below it",
+                    spec, MAX_NODES - 1);
+            return false;
         }
         for (size_t b = a + 1; b < m->nnodes; b++)
             if (m->nodes[a].os_index == m->nodes[b].os_index) {
-                snprintf(why, sizeof(why), "two NUMA nodes numbered %u; not a consistent export",
-                         m->nodes[a].os_index);
-                return why;
+                err_set(e, "--topology %s: two NUMA nodes numbered %u; not a consistent export",
+                        spec, m->nodes[a].os_index);
+                return false;
             }
     }
-    return NULL;
+    return true;
 }
 
 /* An XML file or a synthetic description: for plan, topo and tests. */
@@ -407,9 +406,7 @@ bool topo_load_spec(const char *spec, struct topo *t, struct machine *m, struct 
     if (ok)
         topo_machine_from_hwloc(topo, m, true); /* an XML may say what was allowed */
     hwloc_topology_destroy(topo);
-    const char *bad = ok ? machine_inconsistent(m) : NULL;
-    if (bad) {
-        err_set(e, "--topology %s: %s", spec, bad);
+    if (ok && !machine_consistent(m, spec, e)) {
         topo_machine_free(m);
         ok = false;
     }
@@ -464,7 +461,7 @@ static bool hwloc_reads_no_node(char *text)
  * else the directory is listed for node<N> entries, and none is the
  * assertion.
  */
-static bool nodes_masked(char *why, size_t n)
+static bool nodes_masked(struct err *e)
 {
     static const char fake[] = "(a container's fake?): hwloc cannot discover this machine from "
                                "it (fix: leave /sys/devices/system/node as the kernel shows it)";
@@ -478,7 +475,7 @@ static bool nodes_masked(char *why, size_t n)
         int error = read_fd_text(fd, INERT_MAX, &text, &len);
         close(fd);
         if (error == EFBIG) {
-            snprintf(why, n, "%s/online is over %lu MiB %s", dir_path, INERT_MAX >> 20, fake);
+            err_set(e, "%s/online is over %lu MiB %s", dir_path, INERT_MAX >> 20, fake);
             return true;
         }
         if (error == 0) {
@@ -486,8 +483,8 @@ static bool nodes_masked(char *why, size_t n)
             bool none = hwloc_reads_no_node(text);
             free(text);
             if (none)
-                snprintf(why, n, "%s/online reads '%s', which names no NUMA node %s", dir_path,
-                         shown, fake);
+                err_set(e, "%s/online reads '%s', which names no NUMA node %s", dir_path, shown,
+                        fake);
             return none;
         }
         /* hwloc lists the directory when the file does not read */
@@ -505,10 +502,10 @@ static bool nodes_masked(char *why, size_t n)
     }
     closedir(dir);
     if (masked)
-        snprintf(why, n,
-                 "%s names no NUMA node (masked, as some containers do?): hwloc cannot discover "
-                 "this machine without it (fix: leave %s unmasked)",
-                 dir_path, dir_path);
+        err_set(e,
+                "%s names no NUMA node (masked, as some containers do?): hwloc cannot discover "
+                "this machine without it (fix: leave %s unmasked)",
+                dir_path, dir_path);
     return masked;
 }
 
@@ -568,13 +565,10 @@ static const struct topo_guess *hwloc_guesses(void)
 hwloc_topology_t topo_discover_host(struct topo *t, struct err *e)
 {
     hwloc_topology_t topo;
-    char why[ESCAPED_SIZE(64) + 256];
     t->guess = hwloc_guesses();
     /* a guess is made without looking at the node directory */
-    if (t->guess == NULL && nodes_masked(why, sizeof(why))) {
-        err_set(e, "%s", why);
+    if (t->guess == NULL && nodes_masked(e))
         return NULL;
-    }
     if (!new_topology(&topo, true, BASE_FLAGS, e))
         return NULL;
     bool hide = t->guess && getenv("HWLOC_HIDE_ERRORS") == NULL;

@@ -84,7 +84,7 @@ char *topo_cache_key(int *max, hwloc_bitmap_t online, const char **why);
 /* The cache's body for m, and back (modified in place), false with why. */
 char *topo_cache_format(const struct machine *m);
 bool topo_cache_parse(char *text, int max, hwloc_const_bitmap_t online, struct machine *m,
-                      char *why, size_t why_n);
+                      struct err *e);
 /* The body of a cache written under key, or NULL (t's note says why). */
 char *topo_cache_read(struct topo *t, const struct state_dir *sd, const char *key);
 void topo_cache_write(struct topo *t, const struct state_dir *sd, const char *key,
