@@ -26,11 +26,6 @@
 #include "registry.h"
 #include "yield.h"
 
-/* As env(1) has them: tunerun's own failure, a command that cannot run, one not found. */
-#define EXIT_TUNERUN    125
-#define EXIT_CANNOT_RUN 126
-#define EXIT_NOT_FOUND  127
-
 enum step_status { STEP_OK, STEP_SKIPPED, STEP_FAILED };
 
 struct step_result {

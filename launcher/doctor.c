@@ -11,7 +11,6 @@
 #include "doctor_internal.h"
 #include "cgroup.h"
 #include "disk.h"
-#include "report.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -512,10 +511,12 @@ static bool usable(const char *root, const char *data_dir)
     return true;
 }
 
-int doctor_run(const char *root, const struct profile *p, const char *data_dir, bool json)
+bool doctor_gather(struct doctor_report *r, const char *root, const struct profile *p,
+                   const char *data_dir)
 {
+    memset(r, 0, sizeof(*r));
     if (!usable(root, data_dir))
-        return DOCTOR_EXIT_UNUSABLE;
+        return false;
     /*
      * The profile's near is where the service keeps its data: its disk is
      * audited when it is a directory here, or under --root when that host
@@ -542,7 +543,7 @@ int doctor_run(const char *root, const struct profile *p, const char *data_dir, 
         log_error("--root %s: no proc/sys/kernel/osrelease under it (%s), so its proc/ is no "
                   "copy of a host's /proc: give one",
                   root, strerror(errno));
-        return DOCTOR_EXIT_UNUSABLE;
+        return false;
     }
     /* under --root, the tree's own marks, found inside it */
     d.container =
@@ -556,14 +557,23 @@ int doctor_run(const char *root, const struct profile *p, const char *data_dir, 
     doctor_check_files(&d);
     doctor_check_cgroup(&d);
     doctor_check_caps(&d);
-    report_doctor(stdout, &d.r, json);
-    enum severity worst = d.r.worst;
-    for (size_t i = 0; i < d.r.n; i++) {
-        free(d.r.v[i].observed);
-        free(d.r.v[i].why);
-        free(d.r.v[i].fix);
-        free(d.r.v[i].persist);
+    *r = d.r;
+    return true;
+}
+
+int doctor_status(const struct doctor_report *r)
+{
+    return r->worst == SEV_CRIT ? 2 : r->worst == SEV_WARN ? 1 : 0;
+}
+
+void doctor_free(struct doctor_report *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        free(r->v[i].observed);
+        free(r->v[i].why);
+        free(r->v[i].fix);
+        free(r->v[i].persist);
     }
-    free(d.r.v);
-    return worst == SEV_CRIT ? 2 : worst == SEV_WARN ? 1 : 0;
+    free(r->v);
+    memset(r, 0, sizeof(*r));
 }

@@ -40,14 +40,16 @@ extern const char *const doctor_groups[DOCTOR_NGROUPS][2];
 const char *doctor_severity_name(enum severity s);
 
 /*
- * Run every check and show them on stdout (text grouped in the seed's
- * order, or JSON). p may be NULL for a profile-free audit. Returns the
- * exit status: 0 for ok/info, 1 for a warning, 2 for a critical finding,
- * and DOCTOR_EXIT_UNUSABLE, with an error on stderr naming the option and
- * nothing printed, when root (NULL: "/") is not a directory holding proc/
- * and sys/, or data_dir is not a directory (under another root: not an
- * absolute path).
+ * Run every check into r (report.c shows it; doctor_free() frees it). p
+ * may be NULL for a profile-free audit. False, with an error on stderr
+ * naming the option, when root (NULL: "/") is not a directory holding
+ * proc/ and sys/, or data_dir is not a directory (under another root: not
+ * an absolute path): then exit DOCTOR_EXIT_UNUSABLE, and print nothing.
  */
-int doctor_run(const char *root, const struct profile *p, const char *data_dir, bool json);
+bool doctor_gather(struct doctor_report *r, const char *root, const struct profile *p,
+                   const char *data_dir);
+/* The exit status r calls for: 0 for ok/info, 1 for a warning, 2 for a critical finding. */
+int doctor_status(const struct doctor_report *r);
+void doctor_free(struct doctor_report *r);
 
 #endif

@@ -13,6 +13,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+/* As env(1) has them: tunerun's own failure, a command that cannot run, one not found. */
+#define EXIT_TUNERUN    125
+#define EXIT_CANNOT_RUN 126
+#define EXIT_NOT_FOUND  127
+
 enum log_level { LOG_QUIET = 0, LOG_NORMAL = 1, LOG_VERBOSE = 2 };
 
 void log_init(enum log_level level);

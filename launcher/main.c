@@ -6,8 +6,9 @@
  *
  * It parses the command line, as util-linux tools do, into one struct
  * options, and hands each verb what it asks for: launch.c runs a launch
- * or shows its plan, from the facts facts.c gathers; ps.c, doctor.c,
- * systemd.c and profile.c the others, and report.c shows what they find.
+ * or shows its plan, from the facts facts.c gathers; systemd.c writes a
+ * unit's drop-in; verbs.c has profile.c, facts.c, ps.c and doctor.c
+ * gather what the other verbs show, and report.c show it.
  * Nothing here decides or prints anything but --help and --version. The
  * exit status is env(1)'s: 125 for tunerun's own failures, 126 when the
  * command cannot run, 127 when it is not found, else the command's own
@@ -21,16 +22,14 @@
 #include <string.h>
 #include <sys/capability.h>
 
-#include "doctor.h"
 #include "facts.h"
 #include "launch.h"
 #include "log.h"
 #include "process.h"
 #include "profile.h"
-#include "ps.h"
-#include "report.h"
 #include "systemd.h"
 #include "util.h"
+#include "verbs.h"
 
 #include "config.h" /* TUNERUN_VERSION, TUNERUN_DATADIR: written by the Makefile */
 #define ADMIN_PROFILE_DIR "/etc/tunerun/profiles"
@@ -420,40 +419,6 @@ static int stdout_status(int status)
     return EXIT_TUNERUN;
 }
 
-/* `tunerun profiles`: what the search path holds; 125 when it holds none. */
-static int list_profiles(const struct options *o, const struct profile_paths *paths)
-{
-    if (o->keys) {
-        report_keys(stdout);
-        return 0;
-    }
-    struct profile_listing l;
-    profile_listing(&l, paths);
-    report_profiles(stdout, &l);
-    int status = l.n ? 0 : EXIT_TUNERUN;
-    if (l.n == 0)
-        log_error("no profiles found in %s, %s", paths->dirs[0], paths->dirs[paths->n - 1]);
-    profile_listing_free(&l);
-    return status;
-}
-
-/* `tunerun topo`: the topology as a launch would see it. */
-static int show_topology(const struct options *o)
-{
-    struct facts f;
-    struct err e;
-    struct facts_request rq = {FACTS_TOPO, NULL, o->topology, o->state_dir};
-    bool ok = facts_gather(&f, &rq, &e);
-    if (!ok)
-        log_error("%s", e.msg);
-    else if (o->json)
-        report_topo_json(stdout, &f.topo);
-    else
-        report_topo_text(stdout, &f.topo);
-    facts_free(&f);
-    return ok ? 0 : EXIT_TUNERUN;
-}
-
 /* A launch or its plan: the facts gathered for the profile, then launch.c. */
 static int launch(const struct options *o, struct profile *p, const struct privs *pv)
 {
@@ -503,7 +468,7 @@ static int profile_verb(const struct options *o, const struct profile_paths *pat
         log_error("%s", e.msg);
         status = EXIT_TUNERUN;
     } else if (o->verb == VERB_DOCTOR) {
-        status = doctor_run(o->root, &p, o->data_dir, o->json);
+        status = verb_doctor(o->root, &p, o->data_dir, o->json);
     } else if (o->verb == VERB_SYSTEMD) {
         struct dropin_args a = {NULL,
                                 o->profile_file,
@@ -546,13 +511,13 @@ int main(int argc, char **argv)
     struct profile_paths paths;
     profile_paths_init(&paths, ADMIN_PROFILE_DIR, TUNERUN_DATADIR "/profiles");
     if (o.verb == VERB_PROFILES)
-        status = list_profiles(&o, &paths);
+        status = verb_profiles(o.keys, &paths);
     else if (o.verb == VERB_PS)
-        status = ps_run(o.state_dir, o.json);
+        status = verb_ps(o.state_dir, o.json);
     else if (o.verb == VERB_TOPO)
-        status = show_topology(&o);
+        status = verb_topo(o.topology, o.state_dir, o.json);
     else if (o.verb == VERB_DOCTOR && o.profile_name == NULL && o.profile_file == NULL)
-        status = doctor_run(o.root, NULL, o.data_dir, o.json);
+        status = verb_doctor(o.root, NULL, o.data_dir, o.json);
     else
         status = profile_verb(&o, &paths);
     log_set_subject(NULL); /* the profile's name went with it */

@@ -13,7 +13,6 @@
 #include "procs.h"
 #include "registry.h"
 #include "log.h"
-#include "report.h"
 #include "util.h"
 
 #include <errno.h>
@@ -113,36 +112,6 @@ static void free_gathered(struct ps_service *pcs, size_t n)
         free(pcs[i].procs);
     }
     free(pcs);
-}
-
-/*
- * The verb: nothing to list is no error; a state directory that cannot be
- * used is, unless it is the default one, which a user without services
- * simply lacks.
- */
-int ps_run(const char *state_dir, bool json)
-{
-    struct state_dir sd;
-    struct ps_report r = {0};
-    struct err e;
-    enum state_status st = state_dir_open(&sd, state_dir, false, &e); /* ps changes nothing */
-    int status = 0;
-    if (st == STATE_UNAVAILABLE && state_dir == NULL) {
-        r.none = e.msg; /* a user's own state directory: root's services are not in it */
-        r.not_root = geteuid() != 0;
-        report_ps(stdout, &r, json);
-    } else if (st != STATE_OK) {
-        log_error("%s%s", state_dir ? "--state-dir: " : "", e.msg);
-        status = PS_EXIT_FAILED;
-    } else if (!ps_gather(&r, &sd, &e)) {
-        log_error("registry: %s", e.msg);
-        status = PS_EXIT_FAILED;
-    } else {
-        report_ps(stdout, &r, json);
-        ps_free(&r);
-    }
-    state_dir_close(&sd);
-    return status;
 }
 
 bool ps_gather(struct ps_report *r, const struct state_dir *sd, struct err *e)

@@ -48,9 +48,6 @@ struct ps_report {
     size_t n;
 };
 
-/* The verb: the services in state_dir (NULL: the default one), shown; 0, or 125. */
-int ps_run(const char *state_dir, bool json);
-
 /* What runs under the registry in sd; false (e set) when it cannot be read. */
 bool ps_gather(struct ps_report *r, const struct state_dir *sd, struct err *e);
 void ps_free(struct ps_report *r);
