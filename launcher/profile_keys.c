@@ -555,10 +555,24 @@ bool profile_key_name(size_t i, char *buf, size_t n)
     return true;
 }
 
+/*
+ * Where en comes from, as its messages start ("FILE:LINE: section.key",
+ * or "--set section.key=value"), room enough for an include chain that
+ * err_set() then cuts in the middle. Made only for a message: on the
+ * stack it would be pages a launch faults in for nothing.
+ */
+static char *where_of(const struct entry *en, struct err *e)
+{
+    size_t n = 16 * sizeof(e->msg);
+    char *loc = xrealloc(NULL, n);
+    profile_where(loc, n, en->at, en->section, en->key, en->value);
+    return loc;
+}
+
 bool profile_apply_entry(struct profile *p, const struct entry *en, struct err *e)
 {
-    char loc[16 * sizeof(e->msg)]; /* an include chain included: err_set() then cuts its middle */
     const char *why = NULL;
+    char *loc = NULL;
     if (!profile_known_section(en->section, strlen(en->section))) {
         char s[ESCAPED_SIZE(64)];
         if (en->at.line > 0 && en->section[0] == '\0') {
@@ -571,25 +585,27 @@ bool profile_apply_entry(struct profile *p, const struct entry *en, struct err *
         } else if (en->at.line > 0) {
             profile_unknown_section(e, en->at, en->section);
         } else {
-            profile_where(loc, sizeof(loc), en->at, en->section, en->key, en->value);
+            loc = where_of(en, e);
             err_set(e, "%s: unknown section '%s' (known: " KNOWN_SECTIONS ")", loc,
                     str_escaped(s, sizeof(s), en->section, 32));
         }
+        free(loc);
         return false;
     }
-    profile_where(loc, sizeof(loc), en->at, en->section, en->key, en->value);
     /* No value holds a control character, and --set none a line could not. */
     const char *cc = str_harmful(en->value);
+    size_t line = strlen(en->key) + 1 + strlen(en->value);
     if (cc) {
-        err_set(e, "%s: %s", loc, profile_control_why(cc));
+        err_set(e, "%s: %s", loc = where_of(en, e), profile_control_why(cc));
+        free(loc);
         return false;
     }
-    size_t line = strlen(en->key) + 1 + strlen(en->value);
     if (en->at.line == 0 && line > LINE_MAX_CHARS) {
         err_set(e,
                 "%s: too long: as a line of a profile, KEY=VALUE would be %zu characters, and a "
                 "line holds at most %d",
-                loc, line, LINE_MAX_CHARS);
+                loc = where_of(en, e), line, LINE_MAX_CHARS);
+        free(loc);
         return false;
     }
     bool ok;
@@ -610,12 +626,16 @@ bool profile_apply_entry(struct profile *p, const struct entry *en, struct err *
                         strncat(known, ", ", sizeof(known) - strlen(known) - 1);
                     strncat(known, keys[i].key, sizeof(known) - strlen(known) - 1);
                 }
-            err_set(e, "%s: unknown key (known in [%s]: %s)", loc, en->section, known);
+            err_set(e, "%s: unknown key (known in [%s]: %s)", loc = where_of(en, e), en->section,
+                    known);
+            free(loc);
             return false;
         }
         ok = k->set(p, en->value, en->at, &why);
     }
-    if (!ok)
-        err_set(e, "%s: %s", loc, why ? why : "bad value");
+    if (!ok) {
+        err_set(e, "%s: %s", loc = where_of(en, e), why ? why : "bad value");
+        free(loc);
+    }
     return ok;
 }

@@ -255,13 +255,19 @@ static bool trusted_as_root(const char *path, int fd, const struct stat *st, str
      * symbolic link may lead elsewhere), and every directory on the way to
      * that one: whoever may write any of them may swap the profile.
      */
-    char link[64], real[PATH_MAX];
+    /*
+     * Paths on the heap, not the stack: a launch's deepest frame is the
+     * number of stack pages it faults in, each a cost paid at every launch.
+     */
+    char link[64], *real = xrealloc(NULL, PATH_MAX), *at = xrealloc(NULL, PATH_MAX);
     snprintf(link, sizeof(link), "/proc/self/fd/%d", fd); /* where the open file is, in one call */
-    ssize_t len = readlink(link, real, sizeof(real) - 1);
+    ssize_t len = readlink(link, real, PATH_MAX - 1);
     if (len > 0)
         real[len] = '\0';
     if ((len <= 0 || real[0] != '/') && realpath(path, real) == NULL) { /* no /proc */
         err_set(e, "%s: cannot tell which directory it is in: %s", path, strerror(errno));
+        free(real);
+        free(at);
         return false;
     }
     bool ok = true;
@@ -284,17 +290,16 @@ static bool trusted_as_root(const char *path, int fd, const struct stat *st, str
         free(copy);
     }
     /* the way as named too: a link of another user's on it picks the directory it leads to */
-    char at[4096], cwd[PATH_MAX];
-    char *as_named = path[0] == '/'             ? xstrdup(path)
-                     : getcwd(cwd, sizeof(cwd)) ? xasprintf("%s/%s", cwd, path)
-                                                : NULL;
+    char *cwd = path[0] == '/' ? NULL : getcwd(NULL, 0);
+    char *as_named = path[0] == '/' ? xstrdup(path) : cwd ? xasprintf("%s/%s", cwd, path) : NULL;
+    free(cwd);
     if (ok && as_named == NULL) {
         err_set(e, "%s: cannot tell which directory it is named from: %s", path, strerror(errno));
         ok = false;
     }
-    const char *way = ok ? path_untrusted_way(as_named, 0, at, sizeof(at)) : NULL;
+    const char *way = ok ? path_untrusted_way(as_named, 0, at, PATH_MAX) : NULL;
     if (ok && way == NULL && strcmp(as_named, real) != 0)
-        way = path_untrusted_way(real, 0, at, sizeof(at));
+        way = path_untrusted_way(real, 0, at, PATH_MAX);
     free(as_named);
     if (way) {
         err_set(e,
@@ -303,6 +308,8 @@ static bool trusted_as_root(const char *path, int fd, const struct stat *st, str
                 path, at, way);
         ok = false;
     }
+    free(real);
+    free(at);
     return ok;
 }
 
