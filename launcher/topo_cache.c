@@ -147,13 +147,13 @@ static char *build_of(const void *addr, const char *file, const char **path)
 char *topo_cache_key(int *max, hwloc_bitmap_t online, const char **why)
 {
     *max = CPUS_UNKNOWN_MAX;
-    char cpus[8192];
     if (boot_id() == NULL) {
         *why = "no boot id in /proc, so no topology cache";
         return NULL;
     }
-    if (!read_line_file(key_files[1], cpus, sizeof(cpus)) || !bitmap_parse(online, cpus) ||
-        hwloc_bitmap_iszero(online)) {
+    char *cpus = read_line_alloc(key_files[1]);
+    if (cpus == NULL || !bitmap_parse(online, cpus) || hwloc_bitmap_iszero(online)) {
+        free(cpus);
         hwloc_bitmap_zero(online);
         *why = "cannot read /sys/devices/system/cpu/online, so no topology cache";
         return NULL;
@@ -161,9 +161,7 @@ char *topo_cache_key(int *max, hwloc_bitmap_t online, const char **why)
     const char *libpath, *self;
     char *exe = build_of((void *)topo_cache_key, "/proc/self/exe", &self);
     char *hw = build_of((void *)hwloc_topology_init, NULL, &libpath);
-    char memory[8192];
-    if (!read_line_file(key_files[2], memory, sizeof(memory)))
-        strcpy(memory, "-");
+    char *memory = read_line_alloc(key_files[2]);
     /*
      * Kinds of core are ranked by cpufreq's base_frequency where the kernel
      * has no cpu_capacity, and ARM rescales cpu_capacity when its cpufreq
@@ -174,10 +172,13 @@ char *topo_cache_key(int *max, hwloc_bitmap_t online, const char **why)
     struct stat st;
     snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cpufreq",
              hwloc_bitmap_first(online));
-    char *key = xasprintf("tunerun topology cache 5\ntunerun %s\nhwloc %s %s\n%s %s\n%s %s\n"
-                          "%s %s\ncpufreq %s\n",
-                          exe, libpath ? libpath : "-", hw, key_files[0], boot_id(), key_files[1],
-                          cpus, key_files[2], memory, stat(path, &st) == 0 ? "yes" : "no");
+    char *key =
+        xasprintf("tunerun topology cache 5\ntunerun %s\nhwloc %s %s\n%s %s\n%s %s\n"
+                  "%s %s\ncpufreq %s\n",
+                  exe, libpath ? libpath : "-", hw, key_files[0], boot_id(), key_files[1], cpus,
+                  key_files[2], memory ? memory : "-", stat(path, &st) == 0 ? "yes" : "no");
+    free(cpus);
+    free(memory);
     free(exe);
     free(hw);
     return key;

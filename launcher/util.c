@@ -313,6 +313,21 @@ bool read_line_file(const char *path, char *buf, size_t n)
     return read_line_fd(fd, buf, n);
 }
 
+char *read_line_alloc(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    char *text = NULL;
+    size_t len;
+    if (fd < 0)
+        return NULL;
+    /* a sysfs value is at most a page; 64 KiB holds one of any page size */
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read_fd_text(fd, 1 << 16, &text, &len) == 0)
+        text[strcspn(text, "\n")] = '\0';
+    close(fd);
+    return text;
+}
+
 long read_long_file(const char *path)
 {
     char buf[64], *end;

@@ -87,6 +87,8 @@ const char *sysfs_choice(const char *text, char *buf, size_t n);
 
 /* The first line of a small file (a sysfs or procfs value), without "\n". */
 bool read_line_file(const char *path, char *buf, size_t n);
+/* The same on the heap, for a line that may be long (a CPU list); NULL when unread. */
+char *read_line_alloc(const char *path);
 /* That line's leading number (a sysctl, oom_score_adj); -1 when there is none. */
 long read_long_file(const char *path);
 
