@@ -127,15 +127,15 @@ static void undo_claim(struct launch_state *ls)
 
 static void apply_cgroup(struct launch_state *ls, const struct plan_step *s, struct step_result *r)
 {
-    char where[4096], value[64];
+    char value[64];
     struct err e;
     if (!cgroup_enter(s->u.cgroup.dir, s->u.cgroup.v2, s->u.cgroup.name, s->u.cgroup.swappiness,
-                      s->u.cgroup.set_swap_max, s->u.cgroup.swap_max, where, sizeof(where), &e)) {
+                      s->u.cgroup.set_swap_max, s->u.cgroup.swap_max, &e)) {
         step_result_set(r, STEP_FAILED, e.code, "%s", e.msg);
         return;
     }
     plan_step_value(ls->pl, s, value, sizeof(value));
-    step_result_set(r, STEP_OK, 0, "%s in %s", value, where);
+    step_result_set(r, STEP_OK, 0, "%s in %s", value, cgroup_entered());
 }
 
 /* ---- the yield of shared pools ---------------------------------------------- */

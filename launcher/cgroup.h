@@ -102,11 +102,13 @@ enum cg_mode cgroup_mode(void);
  * Make (or join) DIR/tunerun.NAME.VALUE, such as tunerun.mysql.swappiness-1,
  * set its value (swappiness < 0 and !set_swap_max leave those alone), and
  * move this process in. On failure nothing this launch made is left behind
- * and e says why. Removes empty
- * tunerun.* children of DIR that are more than a minute old.
+ * and e says why. One that makes the child removes the empty tunerun.*
+ * children of DIR that are more than a minute old.
  */
 bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bool set_swap_max,
-                  uint64_t swap_max, char *where, size_t where_n, struct err *e);
+                  uint64_t swap_max, struct err *e);
+/* The child cgroup_enter() moved this process into; NULL before, or after cgroup_leave(). */
+const char *cgroup_entered(void);
 
 /* Move back out, and remove the cgroup if cgroup_enter() made it (a launch that fails after all).
  */

@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,8 @@
 
 #define STALE_SECONDS 60 /* a tunerun.* child this old and empty is left over */
 
-static char entered[4096], left_from[4096]; /* for cgroup_leave() */
+/* For cgroup_leave(): on the heap, as a page of .bss would be one more page fault a launch. */
+static char *entered, *left_from;
 static bool left_v2;
 
 /* value into `file` of the cgroup directory open at dfd */
@@ -118,26 +120,27 @@ static void sweep(const char *dir)
  * kernel keeps no dying memory cgroup per launch. The values are in the
  * name, so two launches sharing a child never disagree about it.
  */
-static bool child_name(char *child, size_t n, const char *dir, const char *name, bool v2,
-                       int swappiness, bool set_swap_max, uint64_t swap_max)
+static char *child_name(const char *dir, const char *name, bool v2, int swappiness,
+                        bool set_swap_max, uint64_t swap_max)
 {
-    int len;
     if (!v2 && swappiness >= 0)
-        len = snprintf(child, n, "%s/tunerun.%s.swappiness-%d", dir, name, swappiness);
-    else if (v2 && set_swap_max && swap_max == UINT64_MAX)
-        len = snprintf(child, n, "%s/tunerun.%s.swap_max-max", dir, name);
-    else if (v2 && set_swap_max)
-        len = snprintf(child, n, "%s/tunerun.%s.swap_max-%llu", dir, name,
-                       (unsigned long long)swap_max);
-    else
-        len = snprintf(child, n, "%s/tunerun.%s", dir, name);
-    /* cut, the values would be gone from the name, and launches asking for others share it */
-    return len >= 0 && (size_t)len < n;
+        return xasprintf("%s/tunerun.%s.swappiness-%d", dir, name, swappiness);
+    if (v2 && set_swap_max && swap_max == UINT64_MAX)
+        return xasprintf("%s/tunerun.%s.swap_max-max", dir, name);
+    if (v2 && set_swap_max)
+        return xasprintf("%s/tunerun.%s.swap_max-%llu", dir, name, (unsigned long long)swap_max);
+    return xasprintf("%s/tunerun.%s", dir, name);
 }
 
 static bool created;  /* this launch made `entered` (cgroup_leave removes only that) */
 static bool enabled;  /* this launch enabled the memory controller for the parent's children */
 static uid_t made_by; /* who made the child, when that is why it was not entered */
+
+/* The child this process is in, once cgroup_enter() moved it there; else NULL. */
+const char *cgroup_entered(void)
+{
+    return entered;
+}
 
 /* The step enter_once() names when the child is someone else's. */
 static const char not_ours[] = "owner";
@@ -190,14 +193,9 @@ static int enter_once(const char *dir, const char *child, bool v2, int swappines
      * subtree_control, and a cgroup with processes may enable none (no
      * internal processes): so move first, then enable, then set.
      */
-    char ctl[1024], path[4096];
-    if (snprintf(path, sizeof(path), "%s/cgroup.subtree_control", dir) >= (int)sizeof(path)) {
-        *step = "cgroup.subtree_control";
-        *in = dir;
-        error = ENAMETOOLONG;
-        goto out;
-    }
+    char ctl[1024], *path = xasprintf("%s/cgroup.subtree_control", dir);
     bool known = read_line_file(path, ctl, sizeof(ctl));
+    free(path);
     if (!known || !cgroup_has_word(ctl, "memory", ' ')) {
         *step = "cgroup.subtree_control";
         *in = dir;
@@ -208,10 +206,9 @@ static int enter_once(const char *dir, const char *child, bool v2, int swappines
          * root: the root cgroup takes processes back with it on, and its
          * children are every other service's
          */
-        char type[4096];
-        enabled = known &&
-                  snprintf(type, sizeof(type), "%s/cgroup.type", dir) < (int)sizeof(type) &&
-                  access(type, F_OK) == 0;
+        char *type = xasprintf("%s/cgroup.type", dir);
+        enabled = known && access(type, F_OK) == 0;
+        free(type);
     }
     *in = child;
     if (swap_max == UINT64_MAX)
@@ -241,20 +238,20 @@ static void disable_memory(const char *dir)
 }
 
 bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bool set_swap_max,
-                  uint64_t swap_max, char *where, size_t where_n, struct err *e)
+                  uint64_t swap_max, struct err *e)
 {
-    char child[4096];
     int error;
     const char *step, *in;
-    if (!child_name(child, sizeof(child), dir, name, v2, swappiness, set_swap_max, swap_max)) {
+    /* on the heap, as every path here: the stack pages a launch touches are faults it pays */
+    char *child = child_name(dir, name, v2, swappiness, set_swap_max, swap_max);
+    if (strlen(child) >= PATH_MAX) {
+        /* a cut name would lose its values, and launches asking for others would share it */
         error = ENAMETOOLONG;
-        child_name(child, sizeof(child), "", name, v2, swappiness, set_swap_max, swap_max);
-        snprintf(where, where_n, "%s", dir);
         err_errno(e, error, "cannot make %s in this process's cgroup: %s (its path is %zu bytes)",
-                  child + 1, strerror(error), strlen(dir));
+                  child + strlen(dir) + 1, strerror(error), strlen(dir));
+        free(child);
         return false;
     }
-    snprintf(where, where_n, "%s", child);
     /*
      * Another launch removed the empty child between our mkdir and the
      * writes in it (its sweep, or a failed launch leaving it): ENOENT
@@ -271,6 +268,7 @@ bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bo
                       "%s: made by uid %u, not by tunerun's (uid %u): a cgroup another user "
                       "can set limits in is not entered (remove it: rmdir %s)",
                       in, (unsigned)made_by, (unsigned)geteuid(), in);
+            free(child);
             return false;
         }
         /* back to where it was: on v2 only once the parent's +memory, if ours, is gone again */
@@ -284,10 +282,13 @@ bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bo
                          "later launch removes it once empty");
         if (back && created)
             rmdir(child);
+        free(child);
         return false;
     }
-    snprintf(entered, sizeof(entered), "%s", child);
-    snprintf(left_from, sizeof(left_from), "%s", dir);
+    free(entered);
+    free(left_from);
+    entered = child;
+    left_from = xstrdup(dir);
     left_v2 = v2;
     /*
      * Children pile up only when new ones are made (a new profile or
@@ -302,11 +303,13 @@ bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bo
 
 void cgroup_leave(void)
 {
-    if (entered[0] == '\0')
+    if (entered == NULL)
         return;
     disable_memory(left_from);
     move_self(left_from, left_v2);
     if (created)
         rmdir(entered); /* fails, as it should, while another launch's service is in it */
-    entered[0] = '\0';
+    free(entered);
+    free(left_from);
+    entered = left_from = NULL;
 }
