@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <numa.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,14 +140,20 @@ static char *build_of(const void *addr, const char *file, const char **path)
  * highest possible CPU, which bounds what the cache may name, and in
  * `online` the online CPUs the key names (left empty when the kernel does
  * not say), which the cache's own online line must match; NULL, with
- * why, when there is no boot id, or no cpu/possible: without sysfs hwloc's
+ * why, when there is no boot id, or no cpu/online: without sysfs hwloc's
  * discovery is a guess that must not replace what a launch with it found.
  * hwloc's API version is the same for many releases, so the library's
  * build itself, and tunerun's (its filters and flags), are in it.
  */
 char *topo_cache_key(int *max, hwloc_bitmap_t online, const char **why)
 {
-    *max = CPUS_UNKNOWN_MAX;
+    /*
+     * The possible CPUs, 0 to nr_cpu_ids - 1, are fixed at boot: libnuma's
+     * constructor counted them (glibc's sysconf reads cpu/possible), so the
+     * bound costs no read of ours.
+     */
+    int possible = numa_num_configured_cpus();
+    *max = possible > 0 ? possible - 1 : CPUS_UNKNOWN_MAX;
     if (boot_id() == NULL) {
         *why = "no boot id in /proc, so no topology cache";
         return NULL;
