@@ -205,9 +205,13 @@ void topo_machine_zones(struct machine *m)
  * its memory is theirs, and whatever their meminfo does not count yet is
  * added to them: from the zones the machine was discovered with, while
  * the machine's total is what it was then, else (a balloon or hotplug
- * since) from zoneinfo read now. The total is read once, after the nodes:
- * a balloon that takes memory back meanwhile is not taken for memory to
- * come.
+ * since) from zoneinfo read now. The total is read once, after the nodes
+ * (the launch reads each fact once): a balloon that inflates in between
+ * is not taken for memory to come, but one that deflates by more than 1%
+ * of the machine in those microseconds is, for this launch, and at most
+ * up to the pages the nodes' zones do not manage. Reading the total on
+ * both sides, as tunerun once did, would close that window for a second
+ * system call.
  */
 void topo_load_memory(struct topo *t, const struct machine *m, bool all_nodes)
 {
