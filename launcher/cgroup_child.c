@@ -278,8 +278,9 @@ bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bo
                                    "with processes enable no controller for its children)"
                                  : "",
                   back ? ""
-                       : "; still in the child: its parent takes no process back, and a "
-                         "later launch removes it once empty");
+                       : "; still in the child: its parent takes no process back (the next "
+                         "launch of this profile reuses it; one that makes a new child removes it "
+                         "once empty)");
         if (back && created)
             rmdir(child);
         free(child);
