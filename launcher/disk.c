@@ -136,8 +136,7 @@ bool disk_of_path(const char *root, const char *path, unsigned *maj, unsigned *m
  */
 static int node_up(const char *root, const char *resolved)
 {
-    char *dir = xstrdup(resolved), top[4096], buf[32];
-    snprintf(top, sizeof(top), "%s/sys/devices/", prefix(root));
+    char *dir = xstrdup(resolved), *top = xasprintf("%s/sys/devices/", prefix(root)), buf[32];
     size_t n = strlen(top);
     int node = -1;
     /*
@@ -150,9 +149,10 @@ static int node_up(const char *root, const char *resolved)
     for (char *slash; node < 0 && strncmp(dir, top, n) == 0 &&
                       (slash = strrchr(dir, '/')) != NULL && (size_t)(slash - dir) >= n;
          *slash = '\0') {
-        char file[8192], *end;
-        snprintf(file, sizeof(file), "%s/numa_node", dir);
-        if (read_line(file, buf, sizeof(buf))) {
+        char *file = xasprintf("%s/numa_node", dir), *end;
+        bool read = read_line(file, buf, sizeof(buf));
+        free(file);
+        if (read) {
             long v = strtol(buf, &end, 10);
             if (end != buf && *end == '\0' && v >= 0 && (unsigned long)v <= BITMAP_MAX_INDEX)
                 node = (int)v;
@@ -161,6 +161,7 @@ static int node_up(const char *root, const char *resolved)
         }
     }
     free(dir);
+    free(top);
     return node;
 }
 
@@ -186,14 +187,16 @@ static void disk_nodes_of(const char *root, const char *dir, hwloc_bitmap_t node
         while (s && (e = readdir(s)) != NULL) {
             unsigned ctrl;
             int len = 0;
-            char path[8192];
             if (sscanf(e->d_name, "nvme%u%n", &ctrl, &len) != 1 || e->d_name[len] != '\0')
                 continue;
-            snprintf(path, sizeof(path), "%s/%s/nvme%uc%un%u", subsys, e->d_name, sub, ctrl, ns);
-            if (access(path, F_OK) != 0)
+            char *path = xasprintf("%s/%s/nvme%uc%un%u", subsys, e->d_name, sub, ctrl, ns);
+            bool reaches = access(path, F_OK) == 0;
+            free(path);
+            if (!reaches)
                 continue; /* a controller of the subsystem with no path to this namespace */
-            snprintf(path, sizeof(path), "%s/%s", subsys, e->d_name);
+            path = xasprintf("%s/%s", subsys, e->d_name);
             char *ctrl_dir = realpath(path, NULL);
+            free(path);
             int node = ctrl_dir ? node_up(root, ctrl_dir) : -1;
             free(ctrl_dir);
             if (node >= 0)
@@ -216,29 +219,40 @@ static void disk_nodes_of(const char *root, const char *dir, hwloc_bitmap_t node
  */
 static char *sys_dir(const char *root, unsigned maj, unsigned min)
 {
-    char link[8192], to[4096];
-    snprintf(link, sizeof(link), "%s/sys/dev/block/%u:%u", prefix(root), maj, min);
-    ssize_t len = readlink(link, to, sizeof(to) - 1);
+    char *link = xasprintf("%s/sys/dev/block/%u:%u", prefix(root), maj, min);
+    char *to = xrealloc(NULL, PATH_MAX), *dir = NULL;
+    ssize_t len = readlink(link, to, PATH_MAX - 1);
     if (len > 0) {
         to[len] = '\0';
         if (strncmp(to, "../../devices/", 14) == 0 && strstr(to + 13, "/..") == NULL)
-            return xasprintf("%s/sys/%s", prefix(root), to + 6);
+            dir = xasprintf("%s/sys/%s", prefix(root), to + 6);
     }
-    return realpath(link, NULL);
+    if (dir == NULL)
+        dir = realpath(link, NULL);
+    free(to);
+    free(link);
+    return dir;
 }
 
+/*
+ * The paths of this walk are made on the heap: it recurses through
+ * partitions and stacked devices, and every stack page a launch reaches
+ * is one more page fault at every launch.
+ */
 static bool dev_of(const char *dir, const char *rel, unsigned *maj, unsigned *min)
 {
-    char path[8192], buf[64];
-    snprintf(path, sizeof(path), "%s/%s", dir, rel);
-    return read_line_regular(path, buf, sizeof(buf)) && sscanf(buf, "%u:%u", maj, min) == 2;
+    char *path = xasprintf("%s/%s", dir, rel), buf[64];
+    bool ok = read_line_regular(path, buf, sizeof(buf)) && sscanf(buf, "%u:%u", maj, min) == 2;
+    free(path);
+    return ok;
 }
 
 static bool has(const char *dir, const char *rel)
 {
-    char path[8192];
-    snprintf(path, sizeof(path), "%s/%s", dir, rel);
-    return access(path, F_OK) == 0;
+    char *path = xasprintf("%s/%s", dir, rel);
+    bool ok = access(path, F_OK) == 0;
+    free(path);
+    return ok;
 }
 
 static void leaves(const char *root, unsigned maj, unsigned min, int depth, struct disk **out,
@@ -258,9 +272,9 @@ static void leaves(const char *root, unsigned maj, unsigned min, int depth, stru
         return;
     }
     /* device-mapper, md: its own queue only passes requests on; the devices under it hold them */
-    char slaves[8192];
-    snprintf(slaves, sizeof(slaves), "%s/slaves", dir);
+    char *slaves = xasprintf("%s/slaves", dir);
     DIR *s = opendir(slaves);
+    free(slaves);
     struct dirent *e;
     bool stacked = false;
     while (s && (e = readdir(s)) != NULL) {
