@@ -18,7 +18,8 @@
  *   5. steps, in the order a launch applies them: rlimits and oom score
  *      (plan_limits.c), memory policy, affinity and THP (plan_memory.c),
  *      the environment (plan_limits.c, the JVM's in plan_java.c), and the
- *      swap policy's cgroup (plan_cgroup.c).
+ *      swap policy's cgroup (plan_cgroup.c); 5b. the arguments [args] adds
+ *      to the command the exec step runs (plan_args.c).
  * Here too: the notes and steps every phase adds, their names and values.
  */
 #include "planner.h"
@@ -304,6 +305,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     plan_add_yield_step(&c);
     plan_add_privileges_step(&c, in);
     plan_add_env_steps(&c, in->environ);
+    plan_add_args(&c, in);
     plan_settle_exec_path(pl, in->environ);
     plan_add_final_rlimits_step(&c);
     plan_add_exec_step(&c, in);
@@ -357,5 +359,15 @@ void plan_free(struct plan *pl)
     hwloc_bitmap_free(pl->nodes);
     hwloc_bitmap_free(pl->mem_nodes);
     hwloc_bitmap_free(pl->nodeless);
+    for (size_t i = 0; i < pl->nargs; i++) {
+        free(pl->args[i].option);
+        free(pl->args[i].value);
+        free(pl->args[i].passed);
+    }
+    free(pl->args);
+    for (size_t i = 0; i < pl->nadded; i++)
+        free(pl->added[i]);
+    free(pl->added);
+    free(pl->argv); /* the words themselves are the command's and `added` */
     memset(pl, 0, sizeof(*pl));
 }

@@ -102,7 +102,8 @@ struct plan_step {
             char *path; /* the PATH the command is looked for in (the plan's), NULL: none */
         } privileges;
         struct {
-            char *const *argv; /* the command; borrowed; NULL in a plan without one */
+            /* the command, with what [args] added; the plan's (or the input's); NULL: none */
+            char *const *argv;
         } exec;
     } u;
 };
@@ -112,6 +113,18 @@ enum note_level { NOTE_INFO, NOTE_WARN };
 struct plan_note {
     enum note_level level;
     char *text;
+};
+
+/*
+ * An argument [args] adds to the command (plan_args.c): added, or not,
+ * because the command passes it already (`passed`, its own words) or is
+ * not one the profile's arguments are for.
+ */
+struct plan_arg {
+    char *option; /* the spelling added, as the command would carry it: "-t", "-c name" */
+    char *value;  /* the value, the plan's variables filled in */
+    bool added;
+    char *passed; /* what the command passes for it ("-t 8"), when not added; else NULL */
 };
 
 /* A running shared service that yields CPUs to this one (see note_claims). */
@@ -141,6 +154,13 @@ struct plan {
     const struct cgroup *cgroup;  /* where it stands (plan_input's; borrowed), NULL if unknown */
     const struct privs *privs;    /* who it runs as (plan_input's; borrowed), NULL: unchanged */
     const struct plan_near *near; /* the profile's near looked up (plan_input's; borrowed) */
+    /* [args]: each of the profile's, and the command as the exec step runs it */
+    struct plan_arg *args;
+    size_t nargs;
+    const char *args_for_other; /* the command's name, where [args] are for others; else NULL */
+    char **argv;  /* the command's words and the added ones; NULL: none added */
+    char **added; /* the words the plan made (argv borrows the command's own) */
+    size_t nadded;
 };
 
 /* The profile's `near` looked up on this machine (disk_nodes()). */

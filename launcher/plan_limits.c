@@ -131,8 +131,7 @@ const char *plan_getenv(char *const *env, const char *name)
     return NULL;
 }
 
-/* Expand ${ncpus}-style references; unknown names were refused at load. */
-static char *expand(const struct ctx *c, const char *v)
+char *plan_expand(const struct ctx *c, const char *v)
 {
     const struct plan *pl = c->pl;
     size_t cap = strlen(v) + 64, len = 0;
@@ -211,7 +210,7 @@ void plan_add_env_steps(struct ctx *c, char *const *environ)
     const char *java_base = plan_getenv(environ, "JAVA_TOOL_OPTIONS");
     char *java_from_profile = NULL;
     for (size_t i = 0; i < p->nenv; i++) {
-        char *v = expand(c, p->env[i].value);
+        char *v = plan_expand(c, p->env[i].value);
         if (strcmp(p->env[i].name, "JAVA_TOOL_OPTIONS") == 0) {
             java_from_profile = v; /* merged with the derived options below */
             continue;

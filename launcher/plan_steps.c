@@ -206,5 +206,5 @@ void plan_add_exec_step(struct ctx *c, const struct plan_input *in)
                   "process and a container's PID 1 are the service, and everything above "
                   "holds for it"));
     s->required = true;
-    s->u.exec.argv = in->command;
+    s->u.exec.argv = c->pl->argv ? c->pl->argv : in->command;
 }

@@ -110,6 +110,10 @@ void plan_add_limit_steps(struct ctx *c);                     /* plan_limits.c *
 void plan_add_env_steps(struct ctx *c, char *const *environ); /* plan_limits.c */
 void plan_add_env(struct plan *pl, const char *name, char *value, char *why);
 const char *plan_getenv(char *const *env, const char *name);
+/* v with its ${ncpus}-style references filled in from the plan (names checked at load). */
+char *plan_expand(const struct ctx *c, const char *v);
+/* [args]: what the command gets added, and the exec step's words (plan_args.c). */
+void plan_add_args(struct ctx *c, const struct plan_input *in);
 void plan_add_java_step(struct ctx *c, const char *base);         /* plan_java.c */
 void plan_add_swap_steps(struct ctx *c, const struct cgroup *cg); /* plan_cgroup.c */
 

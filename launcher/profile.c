@@ -116,7 +116,7 @@ static bool load_common(struct profile *p, const char *path, const char *text,
     for (size_t i = 0; ok && i < all.n; i++)
         ok = profile_apply_entry(p, &all.v[i], e);
     entries_free(&all);
-    ok = ok && profile_check_loader_env(p, e);
+    ok = ok && profile_check_loader_env(p, e) && profile_check_args(p, e);
     if (!ok) {
         profile_free(p);
         return false;
@@ -165,7 +165,7 @@ bool profile_load_files(struct profile *p, const struct profile_file *files, siz
 
 bool profile_check(const struct profile *p, struct err *e)
 {
-    return profile_check_loader_env(p, e);
+    return profile_check_loader_env(p, e) && profile_check_args(p, e);
 }
 
 bool profile_set(struct profile *p, const char *assignment, struct err *e)
@@ -244,6 +244,7 @@ char *profile_locate(const char *name, const struct profile_paths *paths, struct
 
 void profile_free(struct profile *p)
 {
+    profile_args_free(p);
     free(p->name);
     free(p->path);
     free(p->description);

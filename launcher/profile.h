@@ -48,6 +48,25 @@ struct profile_env {
     struct origin at;
 };
 
+/*
+ * One way a command may spell an option of [args]: "-t", "--threads",
+ * "--io-threads", or two words, "-c max_worker_processes" (an option and
+ * the name its value starts with, as postgres's -c name=value).
+ */
+struct arg_spelling {
+    char *option; /* "-t", "--threads", "-c" */
+    char *name;   /* "max_worker_processes" for two words; NULL for one */
+};
+
+/* An argument [args] adds to the command unless the command passes it already. */
+struct profile_arg {
+    char *key;                 /* as the profile writes it: spellings separated by '|' */
+    struct arg_spelling *ways; /* the first is the one added */
+    size_t nways;
+    char *value; /* may hold ${ncpus}-style references, checked at load; "=V": joined */
+    struct origin at;
+};
+
 #define PROFILE_NLIMITS 16 /* RLIMIT_NLIMITS on Linux */
 
 struct profile {
@@ -89,6 +108,14 @@ struct profile {
 
     struct profile_env *env;
     size_t nenv;
+
+    struct {
+        char **commands; /* `for`: the commands' names (basenames) they are for */
+        size_t ncommands;
+        struct origin for_at;
+        struct profile_arg *v;
+        size_t n;
+    } args;
 
     struct {
         char **loader_env; /* loader variables [env] may set, named one by one */

@@ -25,8 +25,7 @@ static bool valid_env_name(const char *s)
     return true;
 }
 
-/* Check every ${name} in an env value names a plan variable. */
-static bool check_env_refs(const char *v, const char **why)
+bool profile_check_refs(const char *v, const char **why)
 {
     for (const char *s = strstr(v, "${"); s; s = strstr(s + 2, "${")) {
         const char *close = strchr(s, '}');
@@ -66,7 +65,7 @@ bool profile_set_env(struct profile *p, const char *name, const char *v, struct 
         *why = "set it with [memory] malloc_arena_max, which the plan derives and reports";
         return false;
     }
-    if (!check_env_refs(v, why))
+    if (!profile_check_refs(v, why))
         return false;
     for (size_t i = 0; i < p->nenv; i++)
         if (strcmp(p->env[i].name, name) == 0) {

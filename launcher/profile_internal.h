@@ -21,7 +21,7 @@
 #define INCLUDE_DEPTH_MAX 16
 /* The longest line inih reads whole: its buffer also holds the newline and the NUL. */
 #define LINE_MAX_CHARS (INI_MAX_LINE - 2)
-#define KNOWN_SECTIONS "profile, placement, memory, limits, env, java, security"
+#define KNOWN_SECTIONS "profile, placement, memory, limits, env, args, java, security"
 
 /* One key = value as read, with where it came from. */
 struct entry {
@@ -87,6 +87,17 @@ bool profile_set_env(struct profile *p, const char *name, const char *v, struct 
 bool profile_set_limit(struct profile *p, const char *name, const char *v, struct origin at,
                        const char **why);
 bool profile_set_loader_env(struct profile *p, const char *v, struct origin at, const char **why);
+/* Every ${name} in v names a plan variable (profile_env_vars); else why. */
+bool profile_check_refs(const char *v, const char **why);
+
+/* ---- profile_args.c ------------------------------------------------------------ */
+
+/* One [args] key: `for`, or an option's spellings; its value checked. */
+bool profile_set_arg(struct profile *p, const char *key, const char *v, struct origin at,
+                     const char **why);
+/* What holds only of the whole profile: [args] options name the command they are for. */
+bool profile_check_args(const struct profile *p, struct err *e);
+void profile_args_free(struct profile *p);
 /* What holds only of the whole profile: a loader variable in [env] is named in loader_env. */
 bool profile_check_loader_env(const struct profile *p, struct err *e);
 

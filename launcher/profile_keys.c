@@ -550,6 +550,10 @@ bool profile_key_name(size_t i, char *buf, size_t n)
         snprintf(buf, n, "limits.%s", profile_rlimits[i - nkeys].name);
     else if (i == nkeys + PROFILE_NLIMITS)
         snprintf(buf, n, "env.NAME");
+    else if (i == nkeys + PROFILE_NLIMITS + 1)
+        snprintf(buf, n, "args.for");
+    else if (i == nkeys + PROFILE_NLIMITS + 2)
+        snprintf(buf, n, "args.OPTION");
     else
         return false;
     return true;
@@ -613,6 +617,8 @@ bool profile_apply_entry(struct profile *p, const struct entry *en, struct err *
         ok = profile_set_env(p, en->key, en->value, en->at, &why);
     } else if (strcmp(en->section, "limits") == 0) {
         ok = profile_set_limit(p, en->key, en->value, en->at, &why);
+    } else if (strcmp(en->section, "args") == 0) {
+        ok = profile_set_arg(p, en->key, en->value, en->at, &why);
     } else {
         const struct key_def *k = NULL;
         for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)

@@ -175,6 +175,38 @@ static void privileges_json(struct json *j, const struct privs *pv)
     json_end(j);
 }
 
+/*
+ * [args]: the commands they are for, and each argument, added or not
+ * (`passed`: the command's own words for it); null members without [args].
+ */
+static void args_json(struct json *j, const struct profile *p, const struct plan *pl)
+{
+    json_object(j, "args");
+    if (p->args.n == 0) {
+        json_null(j, "for");
+        json_null(j, "command_is_other");
+        json_null(j, "arguments");
+        json_end(j);
+        return;
+    }
+    json_array(j, "for");
+    for (size_t i = 0; i < p->args.ncommands; i++)
+        json_str(j, NULL, p->args.commands[i]);
+    json_end(j);
+    json_str(j, "command_is_other", pl->args_for_other);
+    json_array(j, "arguments");
+    for (size_t i = 0; i < pl->nargs; i++) {
+        json_object(j, NULL);
+        json_str(j, "option", pl->args[i].option);
+        json_str(j, "value", pl->args[i].value);
+        json_bool(j, "added", pl->args[i].added);
+        json_str(j, "passed", pl->args[i].passed);
+        json_end(j);
+    }
+    json_end(j);
+    json_end(j);
+}
+
 void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, const struct plan *pl)
 {
     struct json j;
@@ -220,6 +252,7 @@ void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, co
     }
     if (pl->privs)
         privileges_json(&j, pl->privs);
+    args_json(&j, p, pl);
     json_bool(&j, "degraded", pl->degraded);
     json_array(&j, "notes");
     for (size_t i = 0; i < pl->nnotes; i++) {

@@ -952,6 +952,104 @@ static void test_env_substitution(void **state)
     topo_free(&t);
 }
 
+/* The exec step's words, joined by spaces, as a test compares them. */
+static char *exec_words(const struct plan *pl)
+{
+    const struct plan_step *s = find_step(pl, STEP_EXEC);
+    static char buf[512];
+    buf[0] = '\0';
+    for (char *const *w = s->u.exec.argv; w && *w; w++)
+        snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s", buf[0] ? " " : "", *w);
+    return buf;
+}
+
+static struct plan plan_for(const struct profile *p, const struct topo *t, char *const *command)
+{
+    struct plan pl;
+    struct err e;
+    struct plan_input in = {.profile = p, .topo = t, .command = command};
+    if (!plan_build(&pl, &in, &e))
+        fail_msg("%s", e.msg);
+    return pl;
+}
+
+/*
+ * [args]: added after the command's arguments and before its "--", each
+ * only where no spelling of it is passed already; none for another command.
+ */
+static void test_args_from_the_plan(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("synthetic:pack:2 numa:1 core:4 pu:2");
+    struct profile p = profile_text("[placement]\nnodes = 1\ncpus = 3\n[args]\nfor = memcached\n"
+                                    "-t|--threads = ${ncpus}\n--io-threads = =${nnodes}\n"
+                                    "-c max_worker_processes|--max_worker_processes = ${ncpus}\n");
+    static const struct {
+        const char *command[6];
+        const char *words;
+        const char *passed; /* what the plan says the command passes for -t, or NULL */
+    } cases[] = {
+        {{"memcached", NULL}, "memcached -t 3 --io-threads=1 -c max_worker_processes=3", NULL},
+        {{"/usr/bin/memcached", "-u", "memcache", NULL},
+         "/usr/bin/memcached -u memcache -t 3 --io-threads=1 -c max_worker_processes=3",
+         NULL},
+        {{"memcached", "-t", "8", NULL},
+         "memcached -t 8 --io-threads=1 -c max_worker_processes=3",
+         "-t 8"},
+        {{"memcached", "-t8", NULL},
+         "memcached -t8 --io-threads=1 -c max_worker_processes=3",
+         "-t8"},
+        {{"memcached", "--threads=8", NULL},
+         "memcached --threads=8 --io-threads=1 -c max_worker_processes=3",
+         "--threads=8"},
+        {{"memcached", "--threads", "8", NULL},
+         "memcached --threads 8 --io-threads=1 -c max_worker_processes=3",
+         "--threads 8"},
+        {{"memcached", "--io-threads", "2", "-cmax_worker_processes=1", NULL},
+         "memcached --io-threads 2 -cmax_worker_processes=1 -t 3",
+         NULL},
+        {{"memcached", "--max_worker_processes=1", "--", "-t", "x", NULL},
+         "memcached --max_worker_processes=1 -t 3 --io-threads=1 -- -t x",
+         NULL},
+        /* --threadsx is no spelling of --threads, nor -c other=1 of max_worker_processes */
+        {{"memcached", "--threadsx", "-c", "other=1", NULL},
+         "memcached --threadsx -c other=1 -t 3 --io-threads=1 -c max_worker_processes=3",
+         NULL},
+        {{"sh", "-c", "exec memcached", NULL}, "sh -c exec memcached", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct plan pl = plan_for(&p, &t, (char *const *)cases[i].command);
+        assert_string_equal(exec_words(&pl), cases[i].words);
+        bool other = strcmp(cases[i].command[0], "sh") == 0;
+        assert_int_equal(pl.nargs, other ? 0 : 3);
+        if (other) {
+            assert_string_equal(pl.args_for_other, "sh");
+            assert_non_null(note_with(&pl, NOTE_INFO,
+                                      "args: none added: they are for memcached, "
+                                      "and the command is sh"));
+        } else if (cases[i].passed) {
+            assert_false(pl.args[0].added);
+            assert_string_equal(pl.args[0].passed, cases[i].passed);
+            char want[128];
+            snprintf(want, sizeof(want), "args: -t not added: the command passes %s itself",
+                     cases[i].passed);
+            assert_non_null(note_with(&pl, NOTE_INFO, want));
+        } else if (strcmp(cases[i].command[1] ? cases[i].command[1] : "", "--io-threads") != 0) {
+            assert_true(pl.args[0].added);
+            assert_non_null(note_with(&pl, NOTE_INFO, "args: added -t 3"));
+        }
+        assert_false(pl.degraded);
+        plan_free(&pl);
+    }
+    /* without a command, the plan says what a launch adds */
+    struct plan pl = plan_for(&p, &t, NULL);
+    assert_non_null(note_with(&pl, NOTE_INFO, "args: a launch adds -t 3"));
+    assert_null(pl.argv);
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&t);
+}
+
 static void test_impossible_asks_are_degraded(void **state)
 {
     (void)state;
@@ -2253,6 +2351,7 @@ int main(void)
         cmocka_unit_test(test_bind_without_a_size),
         cmocka_unit_test(test_no_node_placement),
         cmocka_unit_test(test_near_its_disk),
+        cmocka_unit_test(test_args_from_the_plan),
     };
     return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
 }

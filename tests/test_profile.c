@@ -136,8 +136,8 @@ static void test_errors_name_file_and_line(void **state)
     /* tunerun.ini(5): "A key outside any section is an error" */
     m = load_error("# before any section\nnodes = 1\n[placement]\n");
     assert_non_null(strstr(m, "bad.ini:2: 'nodes' is a key outside any section; put it under its "
-                              "[section] (known: profile, placement, memory, limits, env, java, "
-                              "security)"));
+                              "[section] (known: profile, placement, memory, limits, env, args, "
+                              "java, security)"));
     assert_null(strstr(m, "[]"));
 
     m = load_error("[placement]\nnodes = 1\nnodez = 2\n");
@@ -164,6 +164,28 @@ static void test_errors_name_file_and_line(void **state)
 
     m = load_error("[limits]\nfiles = 10\n");
     assert_non_null(strstr(m, "bad.ini:2: limits.files: unknown limit"));
+
+    /* [args]: each option as the command may spell it, its value, and the command it is for */
+    m = load_error("[args]\nfor = memcached\n-t = ${threads}\n");
+    assert_non_null(strstr(m, "bad.ini:3: args.-t: unknown variable ${threads} (known: cpus"));
+    m = load_error("[args]\nfor = memcached\nt = 4\n");
+    assert_non_null(strstr(m, "bad.ini:3: args.t: 't' is not an option (one starts with '-'"));
+    m = load_error("[args]\nfor = memcached\n-t||--threads = 4\n");
+    assert_non_null(strstr(m, "bad.ini:3: args.-t||--threads: an empty spelling"));
+    m = load_error("[args]\nfor = memcached\n-c max name = 4\n");
+    assert_non_null(strstr(m, "bad.ini:3: args.-c max name: 'max name' after the option is not "
+                              "a setting's name"));
+    m = load_error("[args]\nfor = memcached\n-t =\n");
+    assert_non_null(strstr(m, "bad.ini:3: args.-t: an empty value"));
+    m = load_error("[args]\nfor = memcached\n-t = =4\n");
+    assert_non_null(strstr(m, "bad.ini:3: args.-t: '=' joins a long option"));
+    m = load_error("[args]\nfor = memcached\n-t|--threads|-t = 4\n");
+    assert_non_null(strstr(m, "bad.ini:3: args.-t|--threads|-t: '-t' is spelled twice"));
+    m = load_error("[args]\nfor = /usr/bin/memcached\n");
+    assert_non_null(strstr(m, "bad.ini:2: args.for: '/usr/bin/memcached' is not a command's name"));
+    m = load_error("[args]\n-t = ${ncpus}\n");
+    assert_non_null(strstr(m, "bad.ini:2: args.-t: [args] names no command they are for: add "
+                              "`for = NAME`"));
 
     m = load_error("[placement]\nthis line has no equals sign\n");
     assert_non_null(strstr(m, "bad.ini:2: syntax error"));
@@ -578,7 +600,8 @@ static void test_load_files(void **state)
     (void)state;
     struct profile p;
     struct err e;
-    const struct profile_paths ps = {{"/mem/etc", "/mem/share"}, {"admin", "installed"}, 2, NULL, NULL};
+    const struct profile_paths ps = {
+        {"/mem/etc", "/mem/share"}, {"admin", "installed"}, 2, NULL, NULL};
     const struct profile_file files[] = {
         {"/mem/etc/top.ini", "[profile]\ninclude = base, mysql\n[placement]\nnodes = 2\n"},
         {"/mem/etc/base.ini", "[memory]\nthp = never\n"},
@@ -625,7 +648,7 @@ static void test_set_overrides(void **state)
     assert_false(profile_set(&p, "bogus.key=1", &e));
     /* the known sections are listed, as for the same error in a file */
     assert_string_equal(e.msg, "--set bogus.key=1: unknown section 'bogus' (known: profile, "
-                               "placement, memory, limits, env, java, security)");
+                               "placement, memory, limits, env, args, java, security)");
     assert_false(profile_set(&p, "profile.include=redis", &e));
     profile_free(&p);
 }
