@@ -82,6 +82,7 @@ static bool depends(const struct claim *k, void *arg)
 struct foresight {
     const char *privs_refused;         /* why the drop cannot be made here, or NULL */
     const struct rlimit *fixed_limits; /* the limits, where a hard one cannot rise, or NULL */
+    const int *fixed_oom;              /* oom_score_adj, where it cannot go lower, or NULL */
 };
 
 static bool build_plan(struct plan *pl, const struct launch_options *o, const struct profile *p,
@@ -112,6 +113,7 @@ static bool build_plan(struct plan *pl, const struct launch_options *o, const st
         .nr_open = f->nr_open,
         .privs_refused = ahead ? ahead->privs_refused : NULL,
         .fixed_limits = ahead ? ahead->fixed_limits : NULL,
+        .fixed_oom = ahead ? ahead->fixed_oom : NULL,
         .thp_inherited = f->thp_inherited,
         .command = o->command,
         .state_dir = f->sd.path,
@@ -316,7 +318,15 @@ int launch_plan(const struct launch_options *o, struct profile *p, const struct 
     struct err refused;
     bool no_drop = pv && f->here && privs_check(pv, &refused) != 0;
     bool fixed = f->here && !facts_have_cap(f, CAP_SYS_RESOURCE);
-    struct foresight ahead = {no_drop ? refused.msg : NULL, fixed ? f->limits : NULL};
+    struct foresight ahead = {no_drop ? refused.msg : NULL, fixed ? f->limits : NULL, NULL};
+    /* only plan reads it: a launch's step says what it was when it fails */
+    char now[16];
+    int oom;
+    if (fixed && p->memory.oom_set &&
+        read_line_file("/proc/self/oom_score_adj", now, sizeof(now))) {
+        oom = (int)strtol(now, NULL, 10);
+        ahead.fixed_oom = &oom;
+    }
     bool built = build_plan(&pl, o, p, f, &reg, pv, &ahead);
     registry_close(&reg);
     if (!built)

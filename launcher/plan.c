@@ -255,6 +255,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
                     .cgroup = in->cgroup,
                     .nr_open = in->nr_open,
                     .fixed_limits = in->fixed_limits,
+                    .fixed_oom = in->fixed_oom,
                     .thp_inherited = in->thp_inherited};
     c.cand = hwloc_bitmap_alloc();
     hwloc_bitmap_and(c.cand, t->cpus, t->binding);

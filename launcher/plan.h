@@ -158,8 +158,8 @@ struct plan {
     struct plan_arg *args;
     size_t nargs;
     const char *args_for_other; /* the command's name, where [args] are for others; else NULL */
-    char **argv;  /* the command's words and the added ones; NULL: none added */
-    char **added; /* the words the plan made (argv borrows the command's own) */
+    char **argv;                /* the command's words and the added ones; NULL: none added */
+    char **added;               /* the words the plan made (argv borrows the command's own) */
     size_t nadded;
 };
 
@@ -192,6 +192,12 @@ struct plan_input {
      * whose step says so itself.
      */
     const struct rlimit *fixed_limits;
+    /*
+     * For plan, likewise: this process's oom_score_adj where it may not
+     * lower it (no CAP_SYS_RESOURCE) and the profile sets one; NULL
+     * otherwise.
+     */
+    const int *fixed_oom;
     /*
      * The THP mode this process's disable flags set (PR_GET_THP_DISABLE),
      * which the service inherits where no step sets its own: THP_SYSTEM

@@ -117,6 +117,19 @@ void plan_add_limit_steps(struct ctx *c)
                                     : adj < 1000 ? "the OOM killer picks it before other processes"
                                                  : "the OOM killer picks it first",
                                     at));
+        /*
+         * Without CAP_SYS_RESOURCE the kernel refuses a value below the
+         * lowest one a privileged writer set (oom_score_adj_min, inherited,
+         * 0 from init), which /proc does not show. A value below both the
+         * one now and 0 is below it but where a privileged parent lowered
+         * the score and raised it again; a launch's step says what it met.
+         */
+        if (c->fixed_oom && adj < *c->fixed_oom && adj < 0)
+            plan_note_add(c->pl, NOTE_WARN,
+                          "oom_score_adj: %d (%s) is below this process's %d, and lowering it "
+                          "needs CAP_SYS_RESOURCE, which it lacks: a launch from here keeps %d "
+                          "(fix: OOMScoreAdjust=%d in the unit, or docker run --oom-score-adj %d)",
+                          adj, at, *c->fixed_oom, *c->fixed_oom, adj, adj);
         free(at);
         s->u.oom_score_adj = c->p->memory.oom_score_adj;
     }

@@ -40,6 +40,7 @@ struct ctx {
     char *shunned_names;          /* for notes: "nginx" or "nginx, mysql" */
     long nr_open;                 /* plan_input's */
     const struct rlimit *fixed_limits; /* plan_input's */
+    const int *fixed_oom;              /* plan_input's */
     enum thp_mode thp_inherited;       /* plan_input's */
     const struct claim *claims;
     size_t nclaims;
