@@ -123,6 +123,34 @@ bool doc_has_file(const struct doc *d, const char *path)
     return fd >= 0;
 }
 
+char *doc_rd_text(const struct doc *d, const char *path, size_t max)
+{
+    char full[8192], *text = NULL;
+    size_t len;
+    doc_at_root(d, path, full, sizeof(full));
+    int fd = open_regular(full);
+    if (fd < 0)
+        return NULL;
+    if (read_fd_text(fd, max, &text, &len) != 0)
+        text = NULL;
+    close(fd);
+    return text;
+}
+
+unsigned long long doc_meminfo_kb(const struct doc *d, const char *field)
+{
+    char *text = doc_rd_text(d, "/proc/meminfo", 1 << 16);
+    size_t len = strlen(field);
+    unsigned long long kb = 0;
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, field, len) == 0 && p[len] == ':') {
+            kb = strtoull(p + len + 1, NULL, 10);
+            break;
+        }
+    free(text);
+    return kb;
+}
+
 bool doc_rd_long(const struct doc *d, const char *path, long long *v)
 {
     char buf[64], *end;
@@ -554,6 +582,7 @@ bool doctor_gather(struct doctor_report *r, const char *root, const struct profi
     doctor_check_io(&d); /* before memory: the dirty pages are judged against this disk */
     doctor_check_thp(&d);
     doctor_check_vm(&d);
+    doctor_check_hugepages(&d);
     doctor_check_files(&d);
     doctor_check_cgroup(&d);
     doctor_check_caps(&d);

@@ -146,17 +146,36 @@ void doctor_check_caps(struct doc *d)
         fclose(f);
     const struct profile_limit *nofile = d->p ? &d->p->limits[RLIMIT_NOFILE] : NULL;
     bool raise = nofile && nofile->set && (hard < 0 || (long long)nofile->hard > hard);
+    /* a score below 0 needs it too (below what a privileged parent allowed, strictly) */
+    bool lower = d->p && d->p->memory.oom_set && d->p->memory.oom_score_adj < 0;
+    int adj = lower ? d->p->memory.oom_score_adj : 0;
+    char fix[256] = "raise the limit where tunerun starts instead: LimitNOFILE= in the unit, "
+                    "docker run --ulimit nofile=N:N",
+         persist[160] = "LimitNOFILE= in the unit (tunerun systemd prints it)";
+    if (lower && raise) {
+        snprintf(fix + strlen(fix), sizeof(fix) - strlen(fix),
+                 "; set the score there too: OOMScoreAdjust=%d, docker run --oom-score-adj %d", adj,
+                 adj);
+        snprintf(persist, sizeof(persist),
+                 "LimitNOFILE= and OOMScoreAdjust=%d in the unit (tunerun systemd prints them)",
+                 adj);
+    } else if (lower) {
+        snprintf(fix, sizeof(fix),
+                 "set the score where tunerun starts instead: OOMScoreAdjust=%d in the unit, "
+                 "docker run --oom-score-adj %d",
+                 adj, adj);
+        snprintf(persist, sizeof(persist),
+                 "OOMScoreAdjust=%d in the unit (tunerun systemd prints it)", adj);
+    }
     struct {
         const char *id;
         cap_value_t cap;
         bool needed;
         const char *what, *fix, *persist;
     } caps[] = {
-        {"cap.sys_resource", CAP_SYS_RESOURCE, raise,
-         "raise the hard nofile limit above what it inherits, and lower oom_score_adj",
-         "raise the limit where tunerun starts instead: LimitNOFILE= in the unit, docker run "
-         "--ulimit nofile=N:N",
-         "LimitNOFILE= in the unit (tunerun systemd prints it)"},
+        {"cap.sys_resource", CAP_SYS_RESOURCE, raise || lower,
+         "raise the hard nofile limit above what it inherits, and lower oom_score_adj", fix,
+         persist},
         {"cap.sys_nice", CAP_SYS_NICE, d->p != NULL,
          "move the threads of a shared pool that yields CPUs to this service",
          "docker run --cap-add SYS_NICE",

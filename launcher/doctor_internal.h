@@ -3,6 +3,7 @@
  *
  * doctor.c runs the audit and holds the checks of the CPU, NUMA, IO and
  * files; doctor_memory.c those of THP, swap, overcommit and dirty pages;
+ * doctor_hugepages.c whether hugetlbfs holds a service's shared memory;
  * doctor_container.c those of the cgroup's limits and the capabilities
  * tunerun needs. Each adds findings to one struct doc.
  */
@@ -34,7 +35,11 @@ void doc_at_root(const struct doc *d, const char *path, char *full, size_t n);
 /* A file's first line, or its leading number, under --root: never through a link to a device. */
 bool doc_rd(const struct doc *d, const char *path, char *buf, size_t n);
 bool doc_rd_long(const struct doc *d, const char *path, long long *v);
+/* A whole small file under --root (at most max bytes), or NULL. */
+char *doc_rd_text(const struct doc *d, const char *path, size_t max);
 bool doc_has_file(const struct doc *d, const char *path);
+/* A /proc/meminfo field ("Committed_AS") under --root, in kB; 0 where it is missing. */
+unsigned long long doc_meminfo_kb(const struct doc *d, const char *field);
 /* Active swap areas (/proc/swaps), and whether the profile fears swap or forks to save. */
 int doc_swap_areas(const struct doc *d);
 bool doc_swap_sensitive(const struct doc *d);
@@ -46,8 +51,9 @@ const char *doc_who(const struct doc *d);
 
 void doctor_check_cpu(struct doc *d);
 void doctor_check_numa(struct doc *d);
-void doctor_check_thp(struct doc *d); /* doctor_memory.c */
-void doctor_check_vm(struct doc *d);  /* doctor_memory.c */
+void doctor_check_thp(struct doc *d);       /* doctor_memory.c */
+void doctor_check_vm(struct doc *d);        /* doctor_memory.c */
+void doctor_check_hugepages(struct doc *d); /* doctor_hugepages.c */
 void doctor_check_io(struct doc *d);
 void doctor_check_files(struct doc *d);
 void doctor_check_cgroup(struct doc *d); /* doctor_container.c */

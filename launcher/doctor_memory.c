@@ -99,6 +99,39 @@ void doctor_check_thp(struct doc *d)
 }
 
 /*
+ * The vm.overcommit_memory a profile's [host] asks for. Strict (2) keeps
+ * the OOM killer from a service that would rather see an allocation fail,
+ * as PostgreSQL's documentation advises (19.4.4); its commit limit is swap
+ * and vm.overcommit_ratio percent of memory, which must hold what the host
+ * commits already, or every process's allocations start failing.
+ */
+static void overcommit_wished(struct doc *d, long long oc, int wish)
+{
+    static const char *const names[] = {"heuristic", "always", "strict"};
+    unsigned long long committed = doc_meminfo_kb(d, "Committed_AS");
+    bool ok = oc == wish;
+    char room[160] = "";
+    if (wish == 2 && committed)
+        snprintf(room, sizeof(room),
+                 "; first make vm.overcommit_ratio leave room for what is committed now "
+                 "(Committed_AS %llu MiB against CommitLimit in /proc/meminfo)",
+                 committed / 1024);
+    char *where = d->p->host.overcommit_at.file ? doc_fmt("%s:%d", d->p->host.overcommit_at.file,
+                                                          d->p->host.overcommit_at.line)
+                                                : doc_fmt("--set");
+    doc_add(
+        d, "memory", "vm.overcommit_memory", ok ? SEV_OK : SEV_WARN,
+        doc_fmt("vm.overcommit_memory = %lld (%s)", oc, oc >= 0 && oc <= 2 ? names[oc] : "unknown"),
+        ok ? NULL
+           : doc_fmt("%s's profile asks for %d (%s) of the host ([host] overcommit_memory, "
+                     "%s)%s",
+                     doc_who(d), wish, names[wish], where, room),
+        ok ? NULL : doc_fmt("sysctl -w vm.overcommit_memory=%d", wish),
+        ok ? NULL : doc_fmt("vm.overcommit_memory = %d in /etc/sysctl.d/90-tunerun.conf", wish));
+    free(where);
+}
+
+/*
  * Swap, overcommit and dirty pages: how the kernel reclaims, promises and
  * writes back the service's memory.
  */
@@ -134,7 +167,10 @@ void doctor_check_vm(struct doc *d)
                 : NULL);
     }
     long long oc;
-    if (doc_rd_long(d, "/proc/sys/vm/overcommit_memory", &oc)) {
+    int wish = d->p ? d->p->host.overcommit_memory : -1;
+    if (wish >= 0 && doc_rd_long(d, "/proc/sys/vm/overcommit_memory", &oc)) {
+        overcommit_wished(d, oc, wish);
+    } else if (doc_rd_long(d, "/proc/sys/vm/overcommit_memory", &oc)) {
         bool forks = doc_forks_to_save(d);
         enum severity s = forks && oc != 1 ? SEV_WARN : (!forks && oc == 2 ? SEV_INFO : SEV_OK);
         doc_add(
@@ -152,12 +188,9 @@ void doctor_check_vm(struct doc *d)
                              : NULL);
     }
     long long ratio, bg;
-    char mem[256];
     if (doc_rd_long(d, "/proc/sys/vm/dirty_ratio", &ratio) &&
         doc_rd_long(d, "/proc/sys/vm/dirty_background_ratio", &bg)) {
-        long long total_kb = 0;
-        if (doc_rd(d, "/proc/meminfo", mem, sizeof(mem)))
-            sscanf(mem, "MemTotal: %lld", &total_kb);
+        long long total_kb = (long long)doc_meminfo_kb(d, "MemTotal");
         long long dirty_mb = total_kb * ratio / 100 / 1024, bytes = 0;
         if (doc_rd_long(d, "/proc/sys/vm/dirty_bytes", &bytes) && bytes > 0)
             dirty_mb = bytes >> 20; /* set in bytes, the ratios read 0 */

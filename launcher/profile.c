@@ -91,6 +91,7 @@ void profile_defaults(struct profile *p)
     p->memory.thp = THP_SYSTEM;
     p->memory.arena = ARENA_UNSET;
     p->memory.swappiness = -1;
+    p->host.overcommit_memory = -1;
 }
 
 static char *name_from_path(const char *path)

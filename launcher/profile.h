@@ -23,6 +23,8 @@ enum thp_mode { THP_SYSTEM, THP_MADVISE, THP_NEVER };
 enum arena_mode { ARENA_UNSET, ARENA_AUTO, ARENA_VALUE };
 /* A [java] setting: derived from the plan, switched off, or given. */
 enum java_mode { JAVA_OFF, JAVA_AUTO, JAVA_VALUE };
+/* [host] hugepages: whose shared memory asks hugetlbfs for its pages, for doctor to count. */
+enum hugepages_mode { HUGEPAGES_NONE, HUGEPAGES_POSTGRESQL };
 
 /* Where a value came from: "file:line", "--set ..." or the built-in default. */
 struct origin {
@@ -129,6 +131,16 @@ struct profile {
         struct origin keep_caps_at;
         bool no_new_privs;
     } security;
+
+    /*
+     * [host]: what the service wants of the host that a launch cannot set
+     * (sysctls), for `tunerun doctor` to check.
+     */
+    struct {
+        int overcommit_memory; /* the vm.overcommit_memory it wants, 0..2; -1: no wish */
+        struct origin overcommit_at;
+        enum hugepages_mode hugepages;
+    } host;
 
     struct {
         enum java_mode active_processor_count;

@@ -21,7 +21,7 @@
 #define INCLUDE_DEPTH_MAX 16
 /* The longest line inih reads whole: its buffer also holds the newline and the NUL. */
 #define LINE_MAX_CHARS (INI_MAX_LINE - 2)
-#define KNOWN_SECTIONS "profile, placement, memory, limits, env, args, java, security"
+#define KNOWN_SECTIONS "profile, placement, memory, limits, env, args, host, java, security"
 
 /* One key = value as read, with where it came from. */
 struct entry {

@@ -256,6 +256,35 @@ static bool set_memory(struct profile *p, const char *v, struct origin at, const
     return true;
 }
 
+/* [host] overcommit_memory: 0, 1 or 2, as vm.overcommit_memory takes it; empty: no wish. */
+static bool set_overcommit(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    if (*v == '\0') {
+        p->host.overcommit_memory = -1;
+        return true;
+    }
+    if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0 && strcmp(v, "2") != 0) {
+        *why = profile_why("'%.60s' is not one of 0 (heuristic), 1 (always) or 2 (strict), the "
+                           "values of vm.overcommit_memory",
+                           v);
+        return false;
+    }
+    p->host.overcommit_memory = *v - '0';
+    p->host.overcommit_at = at;
+    return true;
+}
+
+static bool set_hugepages(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    (void)at;
+    static const char *const names[] = {"none", "postgresql", NULL};
+    int m;
+    if (!set_enum(&m, v, names, "none, postgresql", why))
+        return false;
+    p->host.hugepages = (enum hugepages_mode)m;
+    return true;
+}
+
 static bool set_memory_size(struct profile *p, const char *v, struct origin at, const char **why)
 {
     p->placement.memory_size_at = at;
@@ -531,6 +560,8 @@ static const struct key_def {
     {"memory", "oom_score_adj", set_oom},
     {"memory", "swappiness", set_swappiness},
     {"memory", "swap_max", set_swap_max},
+    {"host", "overcommit_memory", set_overcommit},
+    {"host", "hugepages", set_hugepages},
     {"java", "active_processor_count", set_java_apc},
     {"java", "use_numa", set_java_numa},
     {"java", "max_ram", set_java_max_ram},

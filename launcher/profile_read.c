@@ -103,8 +103,8 @@ const char *profile_control_why(const char *cc)
 
 /* ---- reading one file with inih ---------------------------------------- */
 
-static const char *const sections[] = {"profile", "placement", "memory",   "limits", "env",
-                                       "args",    "java",      "security", NULL};
+static const char *const sections[] = {"profile", "placement", "memory", "limits",   "env",
+                                       "args",    "host",      "java",   "security", NULL};
 
 void profile_unknown_section(struct err *e, struct origin at, const char *name)
 {

@@ -94,6 +94,27 @@ static void test_shipped_profiles_load(void **state)
     }
 }
 
+/* [host]: PostgreSQL's wishes of the host, and a profile without them has none. */
+static void test_host_values(void **state)
+{
+    (void)state;
+    struct profile p;
+    struct err e;
+    assert_true(profile_load(&p, "profiles/postgresql.ini", NULL, &e));
+    assert_int_equal(p.host.overcommit_memory, 2);
+    assert_non_null(strstr(p.host.overcommit_at.file, "postgresql.ini"));
+    assert_int_equal(p.host.hugepages, HUGEPAGES_POSTGRESQL);
+    assert_true(profile_set(&p, "host.overcommit_memory=", &e));
+    assert_int_equal(p.host.overcommit_memory, -1);
+    assert_true(profile_set(&p, "host.hugepages=none", &e));
+    assert_int_equal(p.host.hugepages, HUGEPAGES_NONE);
+    profile_free(&p);
+    assert_true(profile_load(&p, "profiles/mysql.ini", NULL, &e));
+    assert_int_equal(p.host.overcommit_memory, -1);
+    assert_int_equal(p.host.hugepages, HUGEPAGES_NONE);
+    profile_free(&p);
+}
+
 static void test_mysql_values(void **state)
 {
     (void)state;
@@ -137,7 +158,7 @@ static void test_errors_name_file_and_line(void **state)
     m = load_error("# before any section\nnodes = 1\n[placement]\n");
     assert_non_null(strstr(m, "bad.ini:2: 'nodes' is a key outside any section; put it under its "
                               "[section] (known: profile, placement, memory, limits, env, args, "
-                              "java, security)"));
+                              "host, java, security)"));
     assert_null(strstr(m, "[]"));
 
     m = load_error("[placement]\nnodes = 1\nnodez = 2\n");
@@ -152,6 +173,14 @@ static void test_errors_name_file_and_line(void **state)
 
     m = load_error("[memory]\noom_score_adj = -2000\n");
     assert_non_null(strstr(m, "bad.ini:2:"));
+
+    m = load_error("[host]\novercommit_memory = 3\n");
+    assert_non_null(strstr(m, "bad.ini:2: host.overcommit_memory: '3' is not one of 0 (heuristic), "
+                              "1 (always) or 2 (strict)"));
+    m = load_error("[host]\novercommit_memory = 02\n");
+    assert_non_null(strstr(m, "bad.ini:2: host.overcommit_memory: '02' is not one of"));
+    m = load_error("[host]\nhugepages = mysql\n");
+    assert_non_null(strstr(m, "bad.ini:2: host.hugepages: 'mysql' is not one of"));
 
     m = load_error("[limits]\nnofile = 10:5\n");
     assert_non_null(strstr(m, "bad.ini:2: limits.nofile: soft limit above hard"));
@@ -648,7 +677,7 @@ static void test_set_overrides(void **state)
     assert_false(profile_set(&p, "bogus.key=1", &e));
     /* the known sections are listed, as for the same error in a file */
     assert_string_equal(e.msg, "--set bogus.key=1: unknown section 'bogus' (known: profile, "
-                               "placement, memory, limits, env, args, java, security)");
+                               "placement, memory, limits, env, args, host, java, security)");
     assert_false(profile_set(&p, "profile.include=redis", &e));
     profile_free(&p);
 }
@@ -870,6 +899,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shipped_profiles_load),
         cmocka_unit_test(test_mysql_values),
+        cmocka_unit_test(test_host_values),
         cmocka_unit_test(test_errors_name_file_and_line),
         cmocka_unit_test(test_include_overrides),
         cmocka_unit_test(test_include_same_name_extends_next),
