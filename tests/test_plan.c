@@ -22,7 +22,8 @@
 #define GIB (1024ULL * 1024 * 1024)
 #define MIB (1024ULL * 1024)
 
-static const char *const shipped[] = {"mysql", "redis", "nginx", "java"};
+static const char *const shipped[] = {"mysql",      "redis",     "nginx",  "java",
+                                      "postgresql", "memcached", "haproxy"};
 
 static struct profile load_profile(const char *name, const char *const *sets)
 {
@@ -198,7 +199,7 @@ static const char *const variants[][3] = {
 
 static void plan_everything_on(const struct topo *t, const char *label)
 {
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < sizeof(shipped) / sizeof(shipped[0]); i++)
         for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
             struct profile p = load_profile(shipped[i], variants[v]);
             struct plan pl = make_plan(&p, t, NULL);
@@ -279,7 +280,7 @@ static void test_inherited_affinity_is_never_widened(void **state)
     (void)state;
     struct topo t = load_topo("synthetic:pack:2 numa:1 core:4 pu:2");
     hwloc_bitmap_list_sscanf(t.binding, "9-10");
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < sizeof(shipped) / sizeof(shipped[0]); i++) {
         struct profile p = load_profile(shipped[i], NULL);
         struct plan pl = make_plan(&p, &t, NULL);
         hwloc_bitmap_t want = hwloc_bitmap_alloc();
@@ -1084,8 +1085,11 @@ static void test_thp_and_limit_steps(void **state)
     } want[] = {{"mysql", true, THP_MADVISE},
                 {"redis", true, THP_NEVER},
                 {"nginx", false, THP_SYSTEM},
-                {"java", true, THP_MADVISE}};
-    for (size_t i = 0; i < 4; i++) {
+                {"java", true, THP_MADVISE},
+                {"postgresql", true, THP_NEVER},
+                {"memcached", true, THP_MADVISE},
+                {"haproxy", false, THP_SYSTEM}};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         struct profile p = load_profile(want[i].name, NULL);
         struct plan pl = make_plan(&p, &t, NULL);
         const struct plan_step *thp = NULL, *nofile = NULL;

@@ -78,9 +78,10 @@ static const char *load_error(const char *text)
 static void test_shipped_profiles_load(void **state)
 {
     (void)state;
-    static const char *const names[] = {"mysql", "redis", "nginx", "java"};
+    static const char *const names[] = {"mysql",      "redis",     "nginx",  "java",
+                                        "postgresql", "memcached", "haproxy"};
     struct profile_paths ps = {{"profiles"}, {"tree"}, 1, NULL, NULL};
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         struct profile p;
         struct err e;
         char *path = profile_find(names[i], &ps, NULL);
