@@ -101,24 +101,45 @@ void doctor_check_thp(struct doc *d)
 /*
  * The vm.overcommit_memory a profile's [host] asks for. Strict (2) keeps
  * the OOM killer from a service that would rather see an allocation fail,
- * as PostgreSQL's documentation advises (19.4.4); its commit limit is swap
- * and vm.overcommit_ratio percent of memory, which must hold what the host
- * commits already, or every process's allocations start failing.
+ * as PostgreSQL's documentation advises (19.4.4). Its commit limit is
+ * swap plus vm.overcommit_ratio percent of the memory hugetlbfs does not
+ * hold (or vm.overcommit_kbytes), and it must hold what the host commits
+ * already, with a quarter more to grow, or every process's allocations
+ * start failing: the fix names the ratio that does.
  */
 static void overcommit_wished(struct doc *d, long long oc, int wish)
 {
     static const char *const names[] = {"heuristic", "always", "strict"};
-    unsigned long long committed = doc_meminfo_kb(d, "Committed_AS");
+    unsigned long long committed = doc_meminfo_kb(d, "Committed_AS"),
+                       total = doc_meminfo_kb(d, "MemTotal"), swap = doc_meminfo_kb(d, "SwapTotal"),
+                       huge = doc_meminfo_kb(d, "Hugetlb");
+    long long ratio = 50, kbytes = 0;
+    doc_rd_long(d, "/proc/sys/vm/overcommit_ratio", &ratio);
+    doc_rd_long(d, "/proc/sys/vm/overcommit_kbytes", &kbytes);
+    unsigned long long usable = total > huge ? total - huge : 0, want = committed + committed / 4,
+                       limit =
+                           (kbytes > 0 ? (unsigned long long)kbytes : usable * ratio / 100) + swap;
+    long long need = ratio; /* the ratio strict mode needs, where the one set is short */
+    if (wish == 2 && committed && usable && limit < want)
+        need = (long long)(((want > swap ? want - swap : 0) * 100 + usable - 1) / usable);
     bool ok = oc == wish;
-    char room[160] = "";
-    if (wish == 2 && committed)
+    char room[400] = "", basis[64] = "vm.overcommit_kbytes";
+    if (kbytes <= 0)
+        snprintf(basis, sizeof(basis), "%lld%% of the memory hugetlbfs does not hold", ratio);
+    if (wish == 2 && committed && usable)
         snprintf(room, sizeof(room),
-                 "; first make vm.overcommit_ratio leave room for what is committed now "
-                 "(Committed_AS %llu MiB against CommitLimit in /proc/meminfo)",
-                 committed / 1024);
+                 "; strict mode's commit limit would be %llu MiB (swap and %s), against %llu MiB "
+                 "committed now (Committed_AS): %s",
+                 limit / 1024, basis, committed / 1024,
+                 limit >= want ? "room enough"
+                 : need <= 100
+                     ? "too little, so the fix raises vm.overcommit_ratio first"
+                     : "too little even at 100%: add swap first, or stay out of strict mode");
     char *where = d->p->host.overcommit_at.file ? doc_fmt("%s:%d", d->p->host.overcommit_at.file,
                                                           d->p->host.overcommit_at.line)
                                                 : doc_fmt("--set");
+    bool raise = wish == 2 && need != ratio;
+    long long set = need > 100 ? 100 : need;
     doc_add(
         d, "memory", "vm.overcommit_memory", ok ? SEV_OK : SEV_WARN,
         doc_fmt("vm.overcommit_memory = %lld (%s)", oc, oc >= 0 && oc <= 2 ? names[oc] : "unknown"),
@@ -126,8 +147,14 @@ static void overcommit_wished(struct doc *d, long long oc, int wish)
            : doc_fmt("%s's profile asks for %d (%s) of the host ([host] overcommit_memory, "
                      "%s)%s",
                      doc_who(d), wish, names[wish], where, room),
-        ok ? NULL : doc_fmt("sysctl -w vm.overcommit_memory=%d", wish),
-        ok ? NULL : doc_fmt("vm.overcommit_memory = %d in /etc/sysctl.d/90-tunerun.conf", wish));
+        ok      ? NULL
+        : raise ? doc_fmt("sysctl -w vm.overcommit_ratio=%lld vm.overcommit_memory=%d", set, wish)
+                : doc_fmt("sysctl -w vm.overcommit_memory=%d", wish),
+        ok      ? NULL
+        : raise ? doc_fmt("vm.overcommit_ratio = %lld and vm.overcommit_memory = %d in "
+                          "/etc/sysctl.d/90-tunerun.conf",
+                          set, wish)
+                : doc_fmt("vm.overcommit_memory = %d in /etc/sysctl.d/90-tunerun.conf", wish));
     free(where);
 }
 
