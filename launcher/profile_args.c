@@ -52,10 +52,18 @@ void profile_args_free(struct profile *p)
     memset(&p->args, 0, sizeof(p->args));
 }
 
-/* `for = NAME[, NAME...]`: command names, as argv[0] ends; empty undoes an include's. */
+/*
+ * `for = NAME[, NAME...]`: command names, as argv[0] ends. Empty: no
+ * [args] at all, an include's options with it (options after it name
+ * no command again, an error).
+ */
 static bool set_for(struct profile *p, const char *v, struct origin at, const char **why)
 {
-    if (*v && profile_empty_item(v, why))
+    if (*v == '\0') {
+        profile_args_free(p);
+        return true;
+    }
+    if (profile_empty_item(v, why))
         return false;
     char *list = xstrdup(v), *save = NULL;
     char **names = NULL;
@@ -128,6 +136,22 @@ static bool parse_spelling(char *text, struct arg_spelling *w, const char **why)
     return true;
 }
 
+static bool same_spelling(const struct arg_spelling *a, const struct arg_spelling *b)
+{
+    return strcmp(a->option, b->option) == 0 &&
+           (a->name ? b->name && strcmp(a->name, b->name) == 0 : !b->name);
+}
+
+/* Whether two options share a spelling: then they are one option, set twice. */
+static bool overlap(const struct profile_arg *a, const struct profile_arg *b)
+{
+    for (size_t i = 0; i < a->nways; i++)
+        for (size_t j = 0; j < b->nways; j++)
+            if (same_spelling(&a->ways[i], &b->ways[j]))
+                return true;
+    return false;
+}
+
 /* A spelling's text as messages show it: "-t", "-c max_worker_processes". */
 static char *spelling_text(const struct arg_spelling *w)
 {
@@ -147,8 +171,7 @@ static bool parse_ways(const char *key, struct profile_arg *a, const char **why)
         if (!(ok = parse_spelling(rest, &w, why)))
             break;
         for (size_t i = 0; i < a->nways && ok; i++)
-            if (strcmp(a->ways[i].option, w.option) == 0 &&
-                (a->ways[i].name ? w.name && strcmp(a->ways[i].name, w.name) == 0 : !w.name)) {
+            if (same_spelling(&a->ways[i], &w)) {
                 char *shown = spelling_text(&w);
                 *why = profile_why("'%.60s' is spelled twice", shown);
                 free(shown);
@@ -175,10 +198,31 @@ bool profile_set_arg(struct profile *p, const char *key, const char *v, struct o
         arg_free(&a);
         return false;
     }
-    /* the value: text the plan fills in, never empty (an empty word is no size) */
+    /*
+     * The same option set again (an include's, or --set), by any of its
+     * spellings, replaces it where it was, and every other that shares a
+     * spelling with it goes; an empty value removes them all.
+     */
+    size_t at_i = p->args.n, kept = 0;
+    for (size_t i = 0; i < p->args.n; i++) {
+        if (!overlap(&p->args.v[i], &a))
+            p->args.v[kept++] = p->args.v[i];
+        else {
+            if (at_i == p->args.n)
+                at_i = kept; /* where the first of them stood */
+            arg_free(&p->args.v[i]);
+        }
+    }
+    size_t removed = p->args.n - kept;
+    p->args.n = kept;
+    if (*v == '\0') {
+        arg_free(&a);
+        return true;
+    }
+    /* the value: text the plan fills in (an empty word is no size) */
     bool joined = v[0] == '=', ok = false;
     if (v[joined] == '\0')
-        *why = "an empty value: give the option's value, such as ${ncpus}";
+        *why = "'=' and no value: give the option's value, such as ${ncpus}";
     else if (joined && a.ways[0].name)
         *why = "'=' joins a one-word option to its value; a two-word one (-c name) has its "
                "own '='";
@@ -194,15 +238,12 @@ bool profile_set_arg(struct profile *p, const char *key, const char *v, struct o
     a.key = xstrdup(key);
     a.value = xstrdup(v);
     a.at = at;
-    /* the same option set again (an include's, or --set) is replaced where it was */
-    for (size_t i = 0; i < p->args.n; i++)
-        if (strcmp(p->args.v[i].key, key) == 0) {
-            arg_free(&p->args.v[i]);
-            p->args.v[i] = a;
-            return true;
-        }
+    if (removed == 0)
+        at_i = p->args.n;
     p->args.v = xrealloc(p->args.v, (p->args.n + 1) * sizeof(*p->args.v));
-    p->args.v[p->args.n++] = a;
+    memmove(&p->args.v[at_i + 1], &p->args.v[at_i], (p->args.n - at_i) * sizeof(*p->args.v));
+    p->args.v[at_i] = a;
+    p->args.n++;
     return true;
 }
 

@@ -1051,6 +1051,43 @@ static void test_args_from_the_plan(void **state)
     topo_free(&t);
 }
 
+/*
+ * An option set again by any of its spellings (--set, an including
+ * profile) replaces it where it stood, never adds it twice; an empty value
+ * removes it, and an empty `for` all of [args].
+ */
+static void test_args_set_again(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("synthetic:pack:2 numa:1 core:4 pu:2");
+    const char *text = "[placement]\nnodes = 1\ncpus = 3\n[args]\nfor = memcached\n"
+                       "-t|--threads = ${ncpus}\n-U = 0\n";
+    static const struct {
+        const char *set, *words;
+    } cases[] = {
+        {"args.-t=5", "memcached -t 5 -U 0"},
+        {"args.--threads=5", "memcached --threads 5 -U 0"},
+        {"args.--threads|-x=5", "memcached --threads 5 -U 0"},
+        {"args.-t=", "memcached -U 0"},
+        {"args.--threads=", "memcached -U 0"},
+        {"args.-m=64", "memcached -t 3 -U 0 -m 64"},
+        {"args.for=", "memcached"},
+    };
+    char *const command[] = {"memcached", NULL};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct profile p = profile_text(text);
+        struct err e;
+        if (!profile_set(&p, cases[i].set, &e))
+            fail_msg("%s: %s", cases[i].set, e.msg);
+        struct plan pl = plan_for(&p, &t, command);
+        if (strcmp(exec_words(&pl), cases[i].words) != 0)
+            fail_msg("--set %s: %s, not %s", cases[i].set, exec_words(&pl), cases[i].words);
+        plan_free(&pl);
+        profile_free(&p);
+    }
+    topo_free(&t);
+}
+
 static void test_impossible_asks_are_degraded(void **state)
 {
     (void)state;
@@ -1082,12 +1119,9 @@ static void test_thp_and_limit_steps(void **state)
         const char *name;
         bool has_thp;
         enum thp_mode mode;
-    } want[] = {{"mysql", true, THP_MADVISE},
-                {"redis", true, THP_NEVER},
-                {"nginx", false, THP_SYSTEM},
-                {"java", true, THP_MADVISE},
-                {"postgresql", true, THP_NEVER},
-                {"memcached", true, THP_MADVISE},
+    } want[] = {{"mysql", true, THP_MADVISE},    {"redis", true, THP_NEVER},
+                {"nginx", false, THP_SYSTEM},    {"java", true, THP_MADVISE},
+                {"postgresql", true, THP_NEVER}, {"memcached", true, THP_MADVISE},
                 {"haproxy", false, THP_SYSTEM}};
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         struct profile p = load_profile(want[i].name, NULL);
@@ -2356,6 +2390,7 @@ int main(void)
         cmocka_unit_test(test_no_node_placement),
         cmocka_unit_test(test_near_its_disk),
         cmocka_unit_test(test_args_from_the_plan),
+        cmocka_unit_test(test_args_set_again),
     };
     return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
 }

@@ -205,8 +205,10 @@ static void test_errors_name_file_and_line(void **state)
     m = load_error("[args]\nfor = memcached\n-c max name = 4\n");
     assert_non_null(strstr(m, "bad.ini:3: args.-c max name: 'max name' after the option is not "
                               "a setting's name"));
-    m = load_error("[args]\nfor = memcached\n-t =\n");
-    assert_non_null(strstr(m, "bad.ini:3: args.-t: an empty value"));
+    m = load_error("[args]\nfor = memcached\n-t = =\n");
+    assert_non_null(strstr(m, "bad.ini:3: args.-t: '=' and no value"));
+    m = load_error("[args]\nfor = memcached\n-t = 4\nfor =\n-m = 64\n");
+    assert_non_null(strstr(m, "bad.ini:5: args.-m: [args] names no command they are for"));
     m = load_error("[args]\nfor = memcached\n-t = =4\n");
     assert_non_null(strstr(m, "bad.ini:3: args.-t: '=' joins a long option"));
     m = load_error("[args]\nfor = memcached\n-t|--threads|-t = 4\n");
