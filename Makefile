@@ -7,6 +7,7 @@
 #   make sanitize   unit and host suites on an ASan+UBSan build (make test runs it too)
 #   make bench      launch overhead against numactl, taskset and hwloc-bind
 #   make install    PREFIX=/usr/local DESTDIR=...
+#   make deb        build/tunerun_VERSION_ARCH.deb, from contrib/debian
 
 VERSION   = 0.1.0
 PREFIX   ?= /usr/local
@@ -51,7 +52,7 @@ HDRS     = $(filter-out launcher/config.h,$(wildcard launcher/*.h))
 
 UNIT_TESTS = tests/test_parse tests/test_profile tests/test_topo tests/test_plan tests/test_disk
 
-.PHONY: all deps test-deps demo-deps demo test unit host-test test-vm sanitize fuzz bench install uninstall clean format FORCE
+.PHONY: all deps test-deps demo-deps deb-deps demo test unit host-test test-vm sanitize fuzz bench install uninstall deb clean format FORCE
 
 all: tunerun
 
@@ -63,6 +64,9 @@ test-deps:
 
 demo-deps:
 	@contrib/install-deps demo
+
+deb-deps:
+	@contrib/install-deps deb
 
 # Rewritten only when the flags change: objects built with other flags
 # (make HARDEN=, another CFLAGS) are rebuilt, so the binary is what the
@@ -179,6 +183,10 @@ install: all
 	install -D -m 0644 launcher/man/tunerun.ini.5 $(DESTDIR)$(MANDIR)/man5/tunerun.ini.5
 	install -D -m 0644 contrib/bash-completion/tunerun $(DESTDIR)$(BASHCOMPDIR)/tunerun
 	install -D -m 0644 contrib/tmpfiles.d/tunerun.conf $(DESTDIR)$(TMPFILESDIR)/tunerun.conf
+
+# A Debian package, build/tunerun_VERSION_ARCH.deb (contrib/debian, debhelper).
+deb: deb-deps
+	@contrib/make-deb
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/tunerun $(DESTDIR)$(MANDIR)/man1/tunerun.1 \
