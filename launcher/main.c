@@ -49,7 +49,8 @@ struct options {
     const char *root;     /* doctor: where /proc and /sys are read (fixtures) */
     bool strict;
     bool json;
-    bool keys; /* profiles --keys */
+    bool keys;    /* profiles --keys */
+    bool metrics; /* ps --metrics */
     enum log_level level;
     char **command; /* after "--" */
 };
@@ -80,7 +81,7 @@ static void usage(FILE *out)
           " tunerun run [options] PROFILE -- COMMAND [ARG...]\n"
           " tunerun plan [options] PROFILE [-- COMMAND [ARG...]]\n"
           " tunerun topo [--json] [--topology SRC] [--state-dir DIR]\n"
-          " tunerun ps [--json] [--state-dir DIR]\n"
+          " tunerun ps [--json | --metrics] [--state-dir DIR]\n"
           " tunerun systemd [options] PROFILE [-- COMMAND [ARG...]]\n"
           " tunerun doctor [PROFILE | --profile-file FILE] [--set S.K=V]... [--data-dir DIR]\n"
           "                [--root DIR] [--json]\n"
@@ -117,6 +118,7 @@ static void usage(FILE *out)
           "                            running services); default /run/tunerun for root,\n"
           "                            $XDG_RUNTIME_DIR/tunerun for others\n"
           "     --json                 machine-readable output (plan, topo, ps, doctor)\n"
+          "     --metrics              ps: Prometheus metrics of the services and the audit\n"
           "     --data-dir DIR         doctor: the service's data, whose disk is checked\n"
           "     --root DIR             doctor: read /proc and /sys under DIR (fixtures)\n"
           " -v, --verbose              print every decision and applied step\n"
@@ -219,6 +221,7 @@ static int scan_options(int argc, char **argv, struct options *o, char **pos, in
         {"root", required_argument, NULL, 'r'},
         {"json", no_argument, NULL, 'j'},
         {"keys", no_argument, NULL, 'k'},
+        {"metrics", no_argument, NULL, 'm'},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -283,6 +286,9 @@ static int scan_options(int argc, char **argv, struct options *o, char **pos, in
         case 'k':
             o->keys = true;
             break;
+        case 'm':
+            o->metrics = true;
+            break;
         case 'a':
             o->data_dir = optarg;
             break;
@@ -333,6 +339,9 @@ static int check_verb(struct options *o, char **pos, int npos)
             }
     if (o->keys && o->verb != VERB_PROFILES)
         return usage_error("%s", "--keys is for profiles only");
+    if (o->metrics && (o->verb != VERB_PS || o->json))
+        return usage_error("%s", o->json ? "--metrics and --json are two formats: choose one"
+                                         : "--metrics is for ps only");
     if ((o->data_dir || o->root) && o->verb != VERB_DOCTOR)
         return usage_error("%s", "--data-dir and --root are doctor's only");
     if (o->json && (o->verb == VERB_RUN || o->verb == VERB_SYSTEMD || o->verb == VERB_PROFILES))
@@ -344,7 +353,7 @@ static int check_verb(struct options *o, char **pos, int npos)
         if (o->command)
             return usage_error("%s takes no command", verb);
         if (o->verb == VERB_PS && (o->topology || o->nsets || o->strict || o->profile_file))
-            return usage_error("%s", "ps takes only --json and --state-dir");
+            return usage_error("%s", "ps takes only --json or --metrics, and --state-dir");
         if (o->verb == VERB_PROFILES && (o->topology || o->nsets || o->strict || o->profile_file))
             return usage_error("%s", "profiles takes only --keys");
         if (o->verb == VERB_TOPO && (o->nsets || o->strict || o->profile_file))
@@ -514,7 +523,7 @@ int main(int argc, char **argv)
     if (o.verb == VERB_PROFILES)
         status = verb_profiles(o.keys, &paths);
     else if (o.verb == VERB_PS)
-        status = verb_ps(o.state_dir, o.json);
+        status = verb_ps(o.state_dir, o.json, o.metrics);
     else if (o.verb == VERB_TOPO)
         status = verb_topo(o.topology, o.state_dir, o.json);
     else if (o.verb == VERB_DOCTOR && o.profile_name == NULL && o.profile_file == NULL)

@@ -51,6 +51,46 @@ static long long pages_outside(long pid, hwloc_const_bitmap_t nodes)
     return n;
 }
 
+/*
+ * Anonymous memory of a process by node, in bytes: each mapping's
+ * N<node>=<pages> times its kernelpagesize_kB. File mappings are left out,
+ * as above: their page cache is the file's, wherever it was read.
+ */
+static void node_memory(struct ps_proc *pr)
+{
+    char path[64], *line = NULL;
+    size_t cap = 0;
+    snprintf(path, sizeof(path), "/proc/%ld/numa_maps", pr->pid);
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return;
+    while (getline(&line, &cap, f) > 0) {
+        if (strstr(line, " file=") || !strstr(line, " anon="))
+            continue;
+        const char *ps = strstr(line, " kernelpagesize_kB=");
+        unsigned long long page = ps ? strtoull(ps + 19, NULL, 10) * 1024 : 4096;
+        for (char *p = strstr(line, " N"); p; p = strstr(p + 1, " N")) {
+            unsigned node;
+            unsigned long long pages;
+            if (sscanf(p, " N%u=%llu", &node, &pages) != 2 || node >= 4096)
+                continue;
+            if (node >= pr->nnodes) {
+                pr->node_bytes = xrealloc(pr->node_bytes, (node + 1) * sizeof(*pr->node_bytes));
+                memset(pr->node_bytes + pr->nnodes, 0,
+                       (node + 1 - pr->nnodes) * sizeof(*pr->node_bytes));
+                pr->nnodes = node + 1;
+            }
+            pr->node_bytes[node] += pages * page;
+        }
+    }
+    free(line);
+    fclose(f);
+    if (pr->node_bytes == NULL) { /* read, and none: an empty but known answer */
+        pr->node_bytes = xcalloc(1, sizeof(*pr->node_bytes));
+        pr->nnodes = 0;
+    }
+}
+
 static void look_at(struct ps_proc *pr, const struct claim *c)
 {
     struct pid_list tids;
@@ -76,7 +116,7 @@ static void look_at(struct ps_proc *pr, const struct claim *c)
         pr->pages_elsewhere = pages_outside(pr->pid, c->mem_nodes);
 }
 
-static void gather(struct registry *r, struct ps_service *out)
+static void gather(struct registry *r, struct ps_service *out, bool memory)
 {
     size_t n = r->nclaims;
     struct pid_list *holders = xcalloc(n ? n : 1, sizeof(*holders));
@@ -93,6 +133,10 @@ static void gather(struct registry *r, struct ps_service *out)
             struct ps_proc *pr = &pc->procs[k];
             pr->pid = holders[i].v[k];
             look_at(pr, c);
+            if (memory)
+                node_memory(pr);
+            pc->threads += pr->nthreads;
+            pc->threads_outside += pr->nescaped;
             if (pr->nescaped || pr->pages_elsewhere > 0)
                 pc->inside = false;
         }
@@ -108,13 +152,14 @@ static void free_gathered(struct ps_service *pcs, size_t n)
             for (size_t t = 0; t < pcs[i].procs[k].nescaped; t++)
                 free(pcs[i].procs[k].escaped[t].cpus);
             free(pcs[i].procs[k].escaped);
+            free(pcs[i].procs[k].node_bytes);
         }
         free(pcs[i].procs);
     }
     free(pcs);
 }
 
-bool ps_gather(struct ps_report *r, const struct state_dir *sd, struct err *e)
+bool ps_gather(struct ps_report *r, const struct state_dir *sd, bool memory, struct err *e)
 {
     memset(r, 0, sizeof(*r));
     r->state_dir = sd->path;
@@ -125,7 +170,7 @@ bool ps_gather(struct ps_report *r, const struct state_dir *sd, struct err *e)
     registry_release(&r->reg);
     r->n = r->reg.nclaims;
     r->v = xcalloc(r->n ? r->n : 1, sizeof(*r->v));
-    gather(&r->reg, r->v);
+    gather(&r->reg, r->v, memory);
     return true;
 }
 

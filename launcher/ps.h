@@ -29,6 +29,13 @@ struct ps_proc {
     struct ps_thread *escaped; /* threads outside the claim's CPUs */
     size_t nescaped;
     long long pages_elsewhere; /* pages off the claim's memory nodes; -1: not checked */
+    /*
+     * With ps_gather()'s memory: its anonymous memory resident on each
+     * node, in bytes (numa_maps' N<node>= pages times the mapping's page
+     * size), node_bytes[N] for node N < nnodes; NULL where unread.
+     */
+    unsigned long long *node_bytes;
+    unsigned nnodes;
 };
 
 struct ps_service {
@@ -37,6 +44,7 @@ struct ps_service {
     struct ps_proc *procs;
     size_t nprocs;
     bool inside; /* every thread on its CPUs, and a bound one's pages on its nodes */
+    size_t threads, threads_outside; /* over its processes */
 };
 
 struct ps_report {
@@ -48,8 +56,11 @@ struct ps_report {
     size_t n;
 };
 
-/* What runs under the registry in sd; false (e set) when it cannot be read. */
-bool ps_gather(struct ps_report *r, const struct state_dir *sd, struct err *e);
+/*
+ * What runs under the registry in sd; false (e set) when it cannot be
+ * read. memory: also read where each process's memory is (for metrics).
+ */
+bool ps_gather(struct ps_report *r, const struct state_dir *sd, bool memory, struct err *e);
 void ps_free(struct ps_report *r);
 
 #endif

@@ -501,6 +501,7 @@ static void ps_json(FILE *f, const struct ps_report *r)
         const struct claim *c = ps->c;
         json_object(&j, NULL);
         json_str(&j, "profile", c->profile);
+        json_str(&j, "key", c->key);
         json_str(&j, "file", c->file);
         json_set(&j, "cpus", c->cpus);
         json_set(&j, "nodes", c->nodes);

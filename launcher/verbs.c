@@ -4,7 +4,8 @@
  *
  * Each gathers what it shows through the module that knows it (profile.c,
  * facts.c, ps.c, doctor.c) and hands the result to report.c, which alone
- * prints. So no module that gathers includes report.h, and report.c
+ * prints (metrics.c prints ps --metrics, the same data in Prometheus's
+ * format). So no module that gathers includes report.h, and report.c
  * depends on their data and nothing else of theirs. A launch and its plan
  * go through launch.c, a unit drop-in through systemd.c.
  */
@@ -12,6 +13,7 @@
 #include "doctor.h"
 #include "facts.h"
 #include "log.h"
+#include "metrics.h"
 #include "ps.h"
 #include "report.h"
 #include "state.h"
@@ -56,7 +58,24 @@ int verb_topo(const char *topology, const char *state_dir, bool json)
  * unless it is the default one, which a user without services simply
  * lacks.
  */
-int verb_ps(const char *state_dir, bool json)
+/*
+ * ps --metrics: the same, and the host's audit (doctor without a profile),
+ * as Prometheus metrics; a user without a state directory has no service.
+ */
+static void show_ps(const struct ps_report *r, bool json, bool metrics)
+{
+    if (!metrics) {
+        report_ps(stdout, r, json);
+        return;
+    }
+    struct doctor_report d;
+    bool audited = doctor_gather(&d, NULL, NULL, NULL);
+    metrics_write(stdout, r, audited ? &d : NULL);
+    if (audited)
+        doctor_free(&d);
+}
+
+int verb_ps(const char *state_dir, bool json, bool metrics)
 {
     struct state_dir sd;
     struct ps_report r = {0};
@@ -66,15 +85,15 @@ int verb_ps(const char *state_dir, bool json)
     if (st == STATE_UNAVAILABLE && state_dir == NULL) {
         r.none = e.msg; /* a user's own state directory: root's services are not in it */
         r.not_root = geteuid() != 0;
-        report_ps(stdout, &r, json);
+        show_ps(&r, json, metrics);
     } else if (st != STATE_OK) {
         log_error("%s%s", state_dir ? "--state-dir: " : "", e.msg);
         status = PS_EXIT_FAILED;
-    } else if (!ps_gather(&r, &sd, &e)) {
+    } else if (!ps_gather(&r, &sd, metrics, &e)) {
         log_error("registry: %s", e.msg);
         status = PS_EXIT_FAILED;
     } else {
-        report_ps(stdout, &r, json);
+        show_ps(&r, json, metrics);
         ps_free(&r);
     }
     state_dir_close(&sd);
