@@ -38,12 +38,14 @@ import signal
 import socket
 import subprocess
 
+import metrics
 from common import (TUNERUN, check, children, cpu_set, equal, expect_placed, run, status, stopped,
                     wait_for)
 
 PG_BIN = "/usr/lib/postgresql/15/bin"
 PG_PORT, MC_PORT, MC3_PORT, HAPROXY_PORT, WEB_PORT = 15432, 11411, 11412, 18090, 18091
-NEEDED = [f"{PG_BIN}/postgres", f"{PG_BIN}/initdb", "psql", "memcached", "haproxy", "runuser"]
+NEEDED = [f"{PG_BIN}/postgres", f"{PG_BIN}/initdb", "psql", "memcached", "haproxy",
+          "runuser"] + metrics.NEEDED
 CAP_SYS_RESOURCE = 24
 
 
@@ -281,6 +283,7 @@ def scenario(env):
     listed = sorted(c["profile"] for c in env.ps()["claims"])
     equal("ps: lists all three services (memcached twice)", listed,
           ["haproxy", "memcached", "memcached", "postgresql"])
+    metrics.scrape(env, listed)
     doctor(env)
 
     # --- stop, each as its unit would, and no claim stays ---------------------------------
