@@ -6,9 +6,12 @@
  * ...} VALUE. Names follow Prometheus's conventions: a tunerun_ prefix,
  * base units in the name (_bytes, _seconds), _ratio for a fraction, and
  * every one a gauge, as each is a state read now, not a count that grows.
- * Labels are bounded: a service is its profile and its claim's key (the
- * hash of its profile and command line, the same across restarts), a node
- * its number, a severity one of four; never a pid or a time. Written by
+ * Labels are bounded: a service is its profile, its claim's key (the
+ * hash of its profile and command line, the same across restarts) and
+ * its replica, 0 for the first of the running launches of that key (a
+ * template unit's instances, identical workers) in the order they
+ * started, so that no two series are the same; a node is its number, a
+ * severity one of four; never a pid or a time. Written by
  * hand: the format is a few lines of printf, and Debian ships no C client
  * library for it (libprom is not packaged).
  */
@@ -36,21 +39,41 @@ static void header(FILE *out, const char *name, const char *help)
     fprintf(out, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
 }
 
-/* NAME{profile="...",service="..." and the further labels as given */
-static void series(FILE *out, const char *name, const struct ps_service *s)
+/* Which of the running launches of its key a service is: 0 for the one that started first. */
+static size_t replica(const struct ps_report *r, size_t i)
 {
-    fprintf(out, "%s{profile=\"", name);
-    label_value(out, s->c->profile ? s->c->profile : "");
-    fprintf(out, "\",service=\"%s\"", s->c->key);
+    size_t n = 0;
+    for (size_t k = 0; k < r->n; k++) {
+        const struct claim *a = r->v[k].c, *b = r->v[i].c;
+        if (k != i && strcmp(a->key, b->key) == 0 &&
+            (a->time < b->time || (a->time == b->time && k < i)))
+            n++;
+    }
+    return n;
 }
 
-/* Anonymous memory of the service's processes by node, summed; into *bytes, its length. */
+/* NAME{profile="...",service="...",replica="N" and the further labels as given */
+static void series(FILE *out, const char *name, const struct ps_report *r, size_t i)
+{
+    fprintf(out, "%s{profile=\"", name);
+    label_value(out, r->v[i].c->profile ? r->v[i].c->profile : "");
+    fputs("\",service=\"", out);
+    label_value(out, r->v[i].c->key);
+    fprintf(out, "\",replica=\"%zu\"", replica(r, i));
+}
+
+/*
+ * Anonymous memory of the service's processes by node, summed, and *n its
+ * length; NULL where no process's memory could be read.
+ */
 static unsigned long long *service_nodes(const struct ps_service *s, unsigned *n)
 {
     unsigned long long *bytes = NULL;
+    bool read = false;
     *n = 0;
     for (size_t k = 0; k < s->nprocs; k++) {
         const struct ps_proc *p = &s->procs[k];
+        read |= p->node_bytes != NULL;
         if (p->nnodes > *n) {
             bytes = xrealloc(bytes, p->nnodes * sizeof(*bytes));
             memset(bytes + *n, 0, (p->nnodes - *n) * sizeof(*bytes));
@@ -59,6 +82,8 @@ static unsigned long long *service_nodes(const struct ps_service *s, unsigned *n
         for (unsigned i = 0; i < p->nnodes; i++)
             bytes[i] += p->node_bytes[i];
     }
+    if (read && bytes == NULL)
+        bytes = xcalloc(1, sizeof(*bytes)); /* read, and none resident */
     return bytes;
 }
 
@@ -69,7 +94,7 @@ static void service_metrics(FILE *out, const struct ps_report *r)
            "nodes and memory policy.");
     for (size_t i = 0; i < r->n; i++) {
         char *cpus = bitmap_list(r->v[i].c->cpus), *nodes = bitmap_list(r->v[i].c->nodes);
-        series(out, "tunerun_service_info", &r->v[i]);
+        series(out, "tunerun_service_info", r, i);
         fprintf(out, ",cpus=\"%s\",nodes=\"%s\",memory_policy=\"", cpus, nodes);
         label_value(out, r->v[i].c->mpol ? r->v[i].c->mpol : "");
         fprintf(out, "\",pool=\"%s\"} 1\n", r->v[i].c->pool ? "true" : "false");
@@ -78,32 +103,32 @@ static void service_metrics(FILE *out, const struct ps_report *r)
     }
     header(out, "tunerun_service_cpus", "CPUs placed for the service.");
     for (size_t i = 0; i < r->n; i++) {
-        series(out, "tunerun_service_cpus", &r->v[i]);
+        series(out, "tunerun_service_cpus", r, i);
         fprintf(out, "} %d\n", hwloc_bitmap_weight(r->v[i].c->cpus));
     }
     header(out, "tunerun_service_nodes", "NUMA nodes placed for the service's CPUs.");
     for (size_t i = 0; i < r->n; i++) {
-        series(out, "tunerun_service_nodes", &r->v[i]);
+        series(out, "tunerun_service_nodes", r, i);
         fprintf(out, "} %d\n", hwloc_bitmap_weight(r->v[i].c->nodes));
     }
     header(out, "tunerun_service_start_time_seconds",
            "When the service's claim was taken, as seconds since the epoch.");
     for (size_t i = 0; i < r->n; i++) {
-        series(out, "tunerun_service_start_time_seconds", &r->v[i]);
+        series(out, "tunerun_service_start_time_seconds", r, i);
         fprintf(out, "} %lld\n", r->v[i].c->time);
     }
     header(out, "tunerun_service_processes", "Processes holding the service's claim.");
     for (size_t i = 0; i < r->n; i++) {
-        series(out, "tunerun_service_processes", &r->v[i]);
+        series(out, "tunerun_service_processes", r, i);
         fprintf(out, "} %zu\n", r->v[i].nprocs);
     }
     header(out, "tunerun_service_threads",
            "Threads of the service's processes, by whether their CPU affinity is inside its "
            "placed CPUs or has left them.");
     for (size_t i = 0; i < r->n; i++) {
-        series(out, "tunerun_service_threads", &r->v[i]);
+        series(out, "tunerun_service_threads", r, i);
         fprintf(out, ",placement=\"inside\"} %zu\n", r->v[i].threads - r->v[i].threads_outside);
-        series(out, "tunerun_service_threads", &r->v[i]);
+        series(out, "tunerun_service_threads", r, i);
         fprintf(out, ",placement=\"outside\"} %zu\n", r->v[i].threads_outside);
     }
 }
@@ -111,18 +136,20 @@ static void service_metrics(FILE *out, const struct ps_report *r)
 /*
  * Where the service's memory is: resident anonymous bytes by node, and
  * the share on nodes other than its memory nodes (its CPUs' nodes, for a
- * policy that names none). A page two processes share counts for each.
+ * policy that names none). Shared anonymous memory counts once (ps.c); a
+ * service whose memory could not be read (numa_maps of another user's
+ * process) has no series, rather than one that reads as all local.
  */
 static void memory_metrics(FILE *out, const struct ps_report *r)
 {
     header(out, "tunerun_service_resident_bytes",
-           "Anonymous memory the service's processes have resident on the NUMA node "
-           "(numa_maps), summed over its processes.");
+           "Anonymous memory, private and shared, the service's processes have resident on the "
+           "NUMA node (numa_maps); a shared mapping counts once.");
     for (size_t i = 0; i < r->n; i++) {
         unsigned n;
         unsigned long long *bytes = service_nodes(&r->v[i], &n);
         for (unsigned node = 0; node < n; node++) {
-            series(out, "tunerun_service_resident_bytes", &r->v[i]);
+            series(out, "tunerun_service_resident_bytes", r, i);
             fprintf(out, ",node=\"%u\"} %llu\n", node, bytes[node]);
         }
         free(bytes);
@@ -134,14 +161,16 @@ static void memory_metrics(FILE *out, const struct ps_report *r)
         unsigned n;
         unsigned long long *bytes = service_nodes(&r->v[i], &n), all = 0, far = 0;
         const struct claim *c = r->v[i].c;
+        if (bytes == NULL)
+            continue;
         hwloc_const_bitmap_t home = hwloc_bitmap_iszero(c->mem_nodes) ? c->nodes : c->mem_nodes;
         for (unsigned node = 0; node < n; node++) {
             all += bytes[node];
             if (!hwloc_bitmap_isset(home, (int)node))
                 far += bytes[node];
         }
-        series(out, "tunerun_service_remote_memory_ratio", &r->v[i]);
-        fprintf(out, "} %.6f\n", all ? (double)far / (double)all : 0.0);
+        series(out, "tunerun_service_remote_memory_ratio", r, i);
+        fprintf(out, "} %.6g\n", all ? (double)far / (double)all : 0.0);
         free(bytes);
     }
 }
@@ -161,6 +190,10 @@ static void doctor_metrics(FILE *out, const struct doctor_report *d)
 
 void metrics_write(FILE *out, const struct ps_report *r, const struct doctor_report *d)
 {
+    header(out, "tunerun_doctor_up",
+           "1 where the host's audit ran, so that its findings below are there; 0 where it "
+           "could not.");
+    fprintf(out, "tunerun_doctor_up %d\n", d != NULL);
     header(out, "tunerun_services", "Services running under tunerun claims on this host.");
     fprintf(out, "tunerun_services %zu\n", r->n);
     service_metrics(out, r); /* each family's HELP and TYPE even without a series */

@@ -52,11 +52,28 @@ static long long pages_outside(long pid, hwloc_const_bitmap_t nodes)
 }
 
 /*
- * Anonymous memory of a process by node, in bytes: each mapping's
- * N<node>=<pages> times its kernelpagesize_kB. File mappings are left out,
- * as above: their page cache is the file's, wherever it was read.
+ * A numa_maps line's mapping as the service's own memory: private
+ * anonymous memory (anon=, no file), or shared anonymous memory, which
+ * numa_maps shows as a deleted file: MAP_SHARED|MAP_ANONYMOUS as
+ * /dev/zero (PostgreSQL's shared_buffers), System V segments as /SYSV...
+ * Other files' page cache is theirs, wherever they were read.
  */
-static void node_memory(struct ps_proc *pr)
+static bool own_memory(const char *line, bool *shared)
+{
+    const char *file = strstr(line, " file=");
+    static const char zero[] = "/dev/zero\\040(deleted)", sysv[] = "/SYSV";
+    *shared = file && (strncmp(file + 6, zero, sizeof(zero) - 1) == 0 ||
+                       strncmp(file + 6, sysv, sizeof(sysv) - 1) == 0);
+    return file ? *shared : strstr(line, " anon=") != NULL;
+}
+
+/*
+ * Anonymous memory of a process by node, in bytes: each mapping's
+ * N<node>=<pages> times its kernelpagesize_kB. A shared mapping counts
+ * once for the service: forked processes map it at the same address, so
+ * an address seen before (in `seen`) is not counted again.
+ */
+static void node_memory(struct ps_proc *pr, struct pid_list *seen)
 {
     char path[64], *line = NULL;
     size_t cap = 0;
@@ -64,9 +81,20 @@ static void node_memory(struct ps_proc *pr)
     FILE *f = fopen(path, "re");
     if (f == NULL)
         return;
+    pr->node_bytes = xcalloc(1, sizeof(*pr->node_bytes)); /* read: known, if empty */
     while (getline(&line, &cap, f) > 0) {
-        if (strstr(line, " file=") || !strstr(line, " anon="))
+        bool shared;
+        if (!own_memory(line, &shared))
             continue;
+        if (shared) {
+            long at = (long)strtoul(line, NULL, 16);
+            bool again = false;
+            for (size_t i = 0; i < seen->n && !again; i++)
+                again = seen->v[i] == at;
+            if (again)
+                continue;
+            pid_list_add(seen, at);
+        }
         const char *ps = strstr(line, " kernelpagesize_kB=");
         unsigned long long page = ps ? strtoull(ps + 19, NULL, 10) * 1024 : 4096;
         for (char *p = strstr(line, " N"); p; p = strstr(p + 1, " N")) {
@@ -85,10 +113,6 @@ static void node_memory(struct ps_proc *pr)
     }
     free(line);
     fclose(f);
-    if (pr->node_bytes == NULL) { /* read, and none: an empty but known answer */
-        pr->node_bytes = xcalloc(1, sizeof(*pr->node_bytes));
-        pr->nnodes = 0;
-    }
 }
 
 static void look_at(struct ps_proc *pr, const struct claim *c)
@@ -129,17 +153,19 @@ static void gather(struct registry *r, struct ps_service *out, bool memory)
         pc->nprocs = holders[i].n;
         pc->procs = xcalloc(pc->nprocs ? pc->nprocs : 1, sizeof(*pc->procs));
         pc->inside = true;
+        struct pid_list shared = {0}; /* shared mappings' addresses, counted once */
         for (size_t k = 0; k < pc->nprocs; k++) {
             struct ps_proc *pr = &pc->procs[k];
             pr->pid = holders[i].v[k];
             look_at(pr, c);
             if (memory)
-                node_memory(pr);
+                node_memory(pr, &shared);
             pc->threads += pr->nthreads;
             pc->threads_outside += pr->nescaped;
             if (pr->nescaped || pr->pages_elsewhere > 0)
                 pc->inside = false;
         }
+        pid_list_free(&shared);
         pid_list_free(&holders[i]);
     }
     free(holders);
