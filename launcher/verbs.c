@@ -54,13 +54,9 @@ int verb_topo(const char *topology, const char *state_dir, bool json)
 }
 
 /*
- * Nothing to list is no error; a state directory that cannot be used is,
- * unless it is the default one, which a user without services simply
- * lacks.
- */
-/*
- * ps --metrics: the same, and the host's audit (doctor without a profile),
- * as Prometheus metrics; a user without a state directory has no service.
+ * What ps found, as text or JSON; with --metrics, the same and the host's
+ * audit (doctor without a profile) as Prometheus metrics, where a user
+ * without a state directory has no service.
  */
 static void show_ps(const struct ps_report *r, bool json, bool metrics)
 {
@@ -75,6 +71,11 @@ static void show_ps(const struct ps_report *r, bool json, bool metrics)
         doctor_free(&d);
 }
 
+/*
+ * Nothing to list is no error; a state directory that cannot be used is,
+ * unless it is the default one, which a user without services simply
+ * lacks.
+ */
 int verb_ps(const char *state_dir, bool json, bool metrics)
 {
     struct state_dir sd;
