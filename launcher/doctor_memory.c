@@ -195,9 +195,10 @@ void doctor_check_vm(struct doc *d)
     }
     long long oc;
     int wish = d->p ? d->p->host.overcommit_memory : -1;
-    if (wish >= 0 && doc_rd_long(d, "/proc/sys/vm/overcommit_memory", &oc)) {
+    bool known = doc_rd_long(d, "/proc/sys/vm/overcommit_memory", &oc);
+    if (known && wish >= 0) {
         overcommit_wished(d, oc, wish);
-    } else if (doc_rd_long(d, "/proc/sys/vm/overcommit_memory", &oc)) {
+    } else if (known) {
         bool forks = doc_forks_to_save(d);
         enum severity s = forks && oc != 1 ? SEV_WARN : (!forks && oc == 2 ? SEV_INFO : SEV_OK);
         doc_add(
