@@ -334,23 +334,15 @@ static char *exact_count(const struct doc *d, const char *cluster, const struct 
     return cmd;
 }
 
-/* Nodes with memory, where vm.nr_hugepages spreads the pool evenly. */
+/* Nodes with memory, where vm.nr_hugepages spreads the pool evenly; 1 where unknown. */
 static int memory_nodes(const struct doc *d)
 {
     char list[256];
-    int n = 0;
     if (!doc_rd(d, "/sys/devices/system/node/has_memory", list, sizeof(list)))
         return 1;
-    for (char *p = list; *p;) {
-        long a = strtol(p, &p, 10), b = a;
-        if (*p == '-')
-            b = strtol(p + 1, &p, 10);
-        n += (int)(b - a + 1);
-        if (*p == ',')
-            p++;
-        else
-            break;
-    }
+    hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
+    int n = bitmap_parse(nodes, list) ? hwloc_bitmap_weight(nodes) : 1;
+    hwloc_bitmap_free(nodes);
     return n > 0 ? n : 1;
 }
 
