@@ -24,39 +24,13 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Pages of a process on nodes outside `nodes`: the N<node>=<pages> fields of numa_maps. */
-static long long pages_outside(long pid, hwloc_const_bitmap_t nodes)
-{
-    char path[64], *line = NULL;
-    size_t cap = 0;
-    snprintf(path, sizeof(path), "/proc/%ld/numa_maps", pid);
-    FILE *f = fopen(path, "re");
-    if (f == NULL)
-        return -1;
-    long long n = 0;
-    /* whole lines: a file's path may be 4 KiB, and the end of its line no file's */
-    while (getline(&line, &cap, f) > 0) {
-        /* anonymous memory only: a shared library's page cache may sit on any node */
-        if (strstr(line, " file=") || !strstr(line, " anon="))
-            continue;
-        for (char *p = strstr(line, " N"); p; p = strstr(p + 1, " N")) {
-            unsigned node;
-            long long pages;
-            if (sscanf(p, " N%u=%lld", &node, &pages) == 2 && !hwloc_bitmap_isset(nodes, node))
-                n += pages;
-        }
-    }
-    free(line);
-    fclose(f);
-    return n;
-}
-
 /*
  * A numa_maps line's mapping as the service's own memory: private
  * anonymous memory (anon=, no file), or shared anonymous memory, which
  * numa_maps shows as a deleted file: MAP_SHARED|MAP_ANONYMOUS as
  * /dev/zero (PostgreSQL's shared_buffers), System V segments as /SYSV...
- * Other files' page cache is theirs, wherever they were read.
+ * Other files' page cache is theirs, wherever they were read (a shared
+ * library's may sit on any node).
  */
 static bool own_memory(const char *line, bool *shared)
 {
@@ -67,13 +41,38 @@ static bool own_memory(const char *line, bool *shared)
     return file ? *shared : strstr(line, " anon=") != NULL;
 }
 
+/* Whether a shared mapping at the line's address was counted before; if not, it is now. */
+static bool seen_before(const char *line, struct pid_list *seen)
+{
+    long at = (long)strtoul(line, NULL, 16); /* addresses kept in a pid list: longs both */
+    for (size_t i = 0; i < seen->n; i++)
+        if (seen->v[i] == at)
+            return true;
+    pid_list_add(seen, at);
+    return false;
+}
+
+/* bytes more on node, in the process's node_bytes, grown to hold it */
+static void add_bytes(struct ps_proc *pr, unsigned node, unsigned long long bytes)
+{
+    if (node >= pr->nnodes) {
+        pr->node_bytes = xrealloc(pr->node_bytes, (node + 1) * sizeof(*pr->node_bytes));
+        memset(pr->node_bytes + pr->nnodes, 0, (node + 1 - pr->nnodes) * sizeof(*pr->node_bytes));
+        pr->nnodes = node + 1;
+    }
+    pr->node_bytes[node] += bytes;
+}
+
 /*
- * Anonymous memory of a process by node, in bytes: each mapping's
- * N<node>=<pages> times its kernelpagesize_kB. A shared mapping counts
- * once for the service: forked processes map it at the same address, so
- * an address seen before (in `seen`) is not counted again.
+ * One read of a process's numa_maps, for what ps was asked: with `bound`,
+ * its private anonymous pages on nodes outside it (pages_elsewhere); with
+ * `seen`, its own memory by node in bytes (node_bytes: each mapping's
+ * N<node>=<pages> times its kernelpagesize_kB), where a shared mapping
+ * counts once for the service, as forked processes map it at the same
+ * address and one seen before is left out. Neither is set when the file
+ * cannot be read.
  */
-static void node_memory(struct ps_proc *pr, struct pid_list *seen)
+static void read_numa_maps(struct ps_proc *pr, hwloc_const_bitmap_t bound, struct pid_list *seen)
 {
     char path[64], *line = NULL;
     size_t cap = 0;
@@ -81,20 +80,16 @@ static void node_memory(struct ps_proc *pr, struct pid_list *seen)
     FILE *f = fopen(path, "re");
     if (f == NULL)
         return;
-    pr->node_bytes = xcalloc(1, sizeof(*pr->node_bytes)); /* read: known, if empty */
+    if (bound)
+        pr->pages_elsewhere = 0;
+    if (seen)
+        pr->node_bytes = xcalloc(1, sizeof(*pr->node_bytes)); /* read: known, if empty */
+    /* whole lines: a file's path may be 4 KiB, and the end of its line no file's */
     while (getline(&line, &cap, f) > 0) {
         bool shared;
         if (!own_memory(line, &shared))
             continue;
-        if (shared) {
-            long at = (long)strtoul(line, NULL, 16);
-            bool again = false;
-            for (size_t i = 0; i < seen->n && !again; i++)
-                again = seen->v[i] == at;
-            if (again)
-                continue;
-            pid_list_add(seen, at);
-        }
+        bool count = seen && !(shared && seen_before(line, seen));
         const char *ps = strstr(line, " kernelpagesize_kB=");
         unsigned long long page = ps ? strtoull(ps + 19, NULL, 10) * 1024 : 4096;
         for (char *p = strstr(line, " N"); p; p = strstr(p + 1, " N")) {
@@ -102,20 +97,18 @@ static void node_memory(struct ps_proc *pr, struct pid_list *seen)
             unsigned long long pages;
             if (sscanf(p, " N%u=%llu", &node, &pages) != 2 || node >= 4096)
                 continue;
-            if (node >= pr->nnodes) {
-                pr->node_bytes = xrealloc(pr->node_bytes, (node + 1) * sizeof(*pr->node_bytes));
-                memset(pr->node_bytes + pr->nnodes, 0,
-                       (node + 1 - pr->nnodes) * sizeof(*pr->node_bytes));
-                pr->nnodes = node + 1;
-            }
-            pr->node_bytes[node] += pages * page;
+            if (bound && !shared && !hwloc_bitmap_isset(bound, node))
+                pr->pages_elsewhere += (long long)pages;
+            if (count)
+                add_bytes(pr, node, pages * page);
         }
     }
     free(line);
     fclose(f);
 }
 
-static void look_at(struct ps_proc *pr, const struct claim *c)
+/* A process's threads against the claim's CPUs, and its memory as read_numa_maps() says. */
+static void look_at(struct ps_proc *pr, const struct claim *c, struct pid_list *seen)
 {
     struct pid_list tids;
     proc_comm(pr->pid, pr->comm, sizeof(pr->comm));
@@ -136,8 +129,9 @@ static void look_at(struct ps_proc *pr, const struct claim *c)
     hwloc_bitmap_free(cpus);
     pid_list_free(&tids);
     /* only a bound service promises where its pages are */
-    if (c->mpol && strcmp(c->mpol, "bind") == 0 && !hwloc_bitmap_iszero(c->mem_nodes))
-        pr->pages_elsewhere = pages_outside(pr->pid, c->mem_nodes);
+    bool bound = c->mpol && strcmp(c->mpol, "bind") == 0 && !hwloc_bitmap_iszero(c->mem_nodes);
+    if (bound || seen)
+        read_numa_maps(pr, bound ? c->mem_nodes : NULL, seen);
 }
 
 static void gather(struct registry *r, struct ps_service *out, bool memory)
@@ -157,9 +151,7 @@ static void gather(struct registry *r, struct ps_service *out, bool memory)
         for (size_t k = 0; k < pc->nprocs; k++) {
             struct ps_proc *pr = &pc->procs[k];
             pr->pid = holders[i].v[k];
-            look_at(pr, c);
-            if (memory)
-                node_memory(pr, &shared);
+            look_at(pr, c, memory ? &shared : NULL);
             pc->threads += pr->nthreads;
             pc->threads_outside += pr->nescaped;
             if (pr->nescaped || pr->pages_elsewhere > 0)
