@@ -39,27 +39,26 @@ static void header(FILE *out, const char *name, const char *help)
     fprintf(out, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
 }
 
-/* Which of the running launches of its key a service is: 0 for the one that started first. */
-static size_t replica(const struct ps_report *r, size_t i)
-{
-    size_t n = 0;
-    for (size_t k = 0; k < r->n; k++) {
-        const struct claim *a = r->v[k].c, *b = r->v[i].c;
-        if (k != i && strcmp(a->key, b->key) == 0 &&
-            (a->time < b->time || (a->time == b->time && k < i)))
-            n++;
-    }
-    return n;
-}
+/*
+ * What the series need of each service, worked out once: which of the
+ * running launches of its key it is (0 for the one that started first),
+ * and its memory by node (service_nodes()).
+ */
+struct worked {
+    size_t replica;
+    unsigned long long *bytes; /* NULL: its memory could not be read */
+    unsigned nnodes;
+};
 
 /* NAME{profile="...",service="...",replica="N" and the further labels as given */
-static void series(FILE *out, const char *name, const struct ps_report *r, size_t i)
+static void series(FILE *out, const char *name, const struct ps_report *r, const struct worked *v,
+                   size_t i)
 {
     fprintf(out, "%s{profile=\"", name);
     label_value(out, r->v[i].c->profile ? r->v[i].c->profile : "");
     fputs("\",service=\"", out);
     label_value(out, r->v[i].c->key);
-    fprintf(out, "\",replica=\"%zu\"", replica(r, i));
+    fprintf(out, "\",replica=\"%zu\"", v[i].replica);
 }
 
 /*
@@ -87,14 +86,14 @@ static unsigned long long *service_nodes(const struct ps_service *s, unsigned *n
     return bytes;
 }
 
-static void service_metrics(FILE *out, const struct ps_report *r)
+static void service_metrics(FILE *out, const struct ps_report *r, const struct worked *v)
 {
     header(out, "tunerun_service_info",
            "A service running under a tunerun claim, with its placement as labels: its CPUs, "
            "nodes and memory policy.");
     for (size_t i = 0; i < r->n; i++) {
         char *cpus = bitmap_list(r->v[i].c->cpus), *nodes = bitmap_list(r->v[i].c->nodes);
-        series(out, "tunerun_service_info", r, i);
+        series(out, "tunerun_service_info", r, v, i);
         fprintf(out, ",cpus=\"%s\",nodes=\"%s\",memory_policy=\"", cpus, nodes);
         label_value(out, r->v[i].c->mpol ? r->v[i].c->mpol : "");
         fprintf(out, "\",pool=\"%s\"} 1\n", r->v[i].c->pool ? "true" : "false");
@@ -103,32 +102,32 @@ static void service_metrics(FILE *out, const struct ps_report *r)
     }
     header(out, "tunerun_service_cpus", "CPUs placed for the service.");
     for (size_t i = 0; i < r->n; i++) {
-        series(out, "tunerun_service_cpus", r, i);
+        series(out, "tunerun_service_cpus", r, v, i);
         fprintf(out, "} %d\n", hwloc_bitmap_weight(r->v[i].c->cpus));
     }
     header(out, "tunerun_service_nodes", "NUMA nodes placed for the service's CPUs.");
     for (size_t i = 0; i < r->n; i++) {
-        series(out, "tunerun_service_nodes", r, i);
+        series(out, "tunerun_service_nodes", r, v, i);
         fprintf(out, "} %d\n", hwloc_bitmap_weight(r->v[i].c->nodes));
     }
     header(out, "tunerun_service_start_time_seconds",
            "When the service's claim was taken, as seconds since the epoch.");
     for (size_t i = 0; i < r->n; i++) {
-        series(out, "tunerun_service_start_time_seconds", r, i);
+        series(out, "tunerun_service_start_time_seconds", r, v, i);
         fprintf(out, "} %lld\n", r->v[i].c->time);
     }
     header(out, "tunerun_service_processes", "Processes holding the service's claim.");
     for (size_t i = 0; i < r->n; i++) {
-        series(out, "tunerun_service_processes", r, i);
+        series(out, "tunerun_service_processes", r, v, i);
         fprintf(out, "} %zu\n", r->v[i].nprocs);
     }
     header(out, "tunerun_service_threads",
            "Threads of the service's processes, by whether their CPU affinity is inside its "
            "placed CPUs or has left them.");
     for (size_t i = 0; i < r->n; i++) {
-        series(out, "tunerun_service_threads", r, i);
+        series(out, "tunerun_service_threads", r, v, i);
         fprintf(out, ",placement=\"inside\"} %zu\n", r->v[i].threads - r->v[i].threads_outside);
-        series(out, "tunerun_service_threads", r, i);
+        series(out, "tunerun_service_threads", r, v, i);
         fprintf(out, ",placement=\"outside\"} %zu\n", r->v[i].threads_outside);
     }
 }
@@ -140,38 +139,32 @@ static void service_metrics(FILE *out, const struct ps_report *r)
  * service whose memory could not be read (numa_maps of another user's
  * process) has no series, rather than one that reads as all local.
  */
-static void memory_metrics(FILE *out, const struct ps_report *r)
+static void memory_metrics(FILE *out, const struct ps_report *r, const struct worked *v)
 {
     header(out, "tunerun_service_resident_bytes",
            "Anonymous memory, private and shared, the service's processes have resident on the "
            "NUMA node (numa_maps); a shared mapping counts once.");
-    for (size_t i = 0; i < r->n; i++) {
-        unsigned n;
-        unsigned long long *bytes = service_nodes(&r->v[i], &n);
-        for (unsigned node = 0; node < n; node++) {
-            series(out, "tunerun_service_resident_bytes", r, i);
-            fprintf(out, ",node=\"%u\"} %llu\n", node, bytes[node]);
+    for (size_t i = 0; i < r->n; i++)
+        for (unsigned node = 0; v[i].bytes && node < v[i].nnodes; node++) {
+            series(out, "tunerun_service_resident_bytes", r, v, i);
+            fprintf(out, ",node=\"%u\"} %llu\n", node, v[i].bytes[node]);
         }
-        free(bytes);
-    }
     header(out, "tunerun_service_remote_memory_ratio",
            "The share of the service's resident anonymous memory on nodes outside its "
            "placement, 0 to 1.");
     for (size_t i = 0; i < r->n; i++) {
-        unsigned n;
-        unsigned long long *bytes = service_nodes(&r->v[i], &n), all = 0, far = 0;
         const struct claim *c = r->v[i].c;
-        if (bytes == NULL)
+        if (v[i].bytes == NULL)
             continue;
         hwloc_const_bitmap_t home = hwloc_bitmap_iszero(c->mem_nodes) ? c->nodes : c->mem_nodes;
-        for (unsigned node = 0; node < n; node++) {
-            all += bytes[node];
+        unsigned long long all = 0, far = 0;
+        for (unsigned node = 0; node < v[i].nnodes; node++) {
+            all += v[i].bytes[node];
             if (!hwloc_bitmap_isset(home, (int)node))
-                far += bytes[node];
+                far += v[i].bytes[node];
         }
-        series(out, "tunerun_service_remote_memory_ratio", r, i);
+        series(out, "tunerun_service_remote_memory_ratio", r, v, i);
         fprintf(out, "} %.6g\n", all ? (double)far / (double)all : 0.0);
-        free(bytes);
     }
 }
 
@@ -196,8 +189,21 @@ void metrics_write(FILE *out, const struct ps_report *r, const struct doctor_rep
     fprintf(out, "tunerun_doctor_up %d\n", d != NULL);
     header(out, "tunerun_services", "Services running under tunerun claims on this host.");
     fprintf(out, "tunerun_services %zu\n", r->n);
-    service_metrics(out, r); /* each family's HELP and TYPE even without a series */
-    memory_metrics(out, r);
+    struct worked *v = xcalloc(r->n ? r->n : 1, sizeof(*v));
+    for (size_t i = 0; i < r->n; i++) {
+        v[i].bytes = service_nodes(&r->v[i], &v[i].nnodes);
+        for (size_t k = 0; k < r->n; k++) {
+            const struct claim *a = r->v[k].c, *b = r->v[i].c;
+            if (k != i && strcmp(a->key, b->key) == 0 &&
+                (a->time < b->time || (a->time == b->time && k < i)))
+                v[i].replica++;
+        }
+    }
+    service_metrics(out, r, v); /* each family's HELP and TYPE even without a series */
+    memory_metrics(out, r, v);
+    for (size_t i = 0; i < r->n; i++)
+        free(v[i].bytes);
+    free(v);
     if (d)
         doctor_metrics(out, d);
 }
