@@ -188,6 +188,21 @@ static bool parse_ways(const char *key, struct profile_arg *a, const char **why)
     return ok;
 }
 
+/* What is wrong with an option's value as written, or NULL. */
+static const char *value_fault(const struct profile_arg *a, const char *v)
+{
+    bool joined = v[0] == '=';
+    if (v[joined] == '\0')
+        return "'=' and no value: give the option's value, such as ${ncpus}";
+    if (joined && a->ways[0].name)
+        return "'=' joins a one-word option to its value; a two-word one (-c name) has its own "
+               "'='";
+    if (joined && strncmp(a->ways[0].option, "--", 2) != 0)
+        return "'=' joins a long option (--name) to its value; a short one takes it as the next "
+               "word";
+    return NULL;
+}
+
 bool profile_set_arg(struct profile *p, const char *key, const char *v, struct origin at,
                      const char **why)
 {
@@ -195,6 +210,14 @@ bool profile_set_arg(struct profile *p, const char *key, const char *v, struct o
         return set_for(p, v, at, why);
     struct profile_arg a = {0};
     if (!parse_ways(key, &a, why)) {
+        arg_free(&a);
+        return false;
+    }
+    /* the value: text the plan fills in (an empty word is no size); empty removes the option */
+    const char *fault = *v ? value_fault(&a, v) : NULL;
+    if (fault)
+        *why = fault;
+    if (fault || (*v && !profile_check_refs(v, why))) {
         arg_free(&a);
         return false;
     }
@@ -213,33 +236,14 @@ bool profile_set_arg(struct profile *p, const char *key, const char *v, struct o
             arg_free(&p->args.v[i]);
         }
     }
-    size_t removed = p->args.n - kept;
     p->args.n = kept;
     if (*v == '\0') {
         arg_free(&a);
         return true;
     }
-    /* the value: text the plan fills in (an empty word is no size) */
-    bool joined = v[0] == '=', ok = false;
-    if (v[joined] == '\0')
-        *why = "'=' and no value: give the option's value, such as ${ncpus}";
-    else if (joined && a.ways[0].name)
-        *why = "'=' joins a one-word option to its value; a two-word one (-c name) has its "
-               "own '='";
-    else if (joined && strncmp(a.ways[0].option, "--", 2) != 0)
-        *why = "'=' joins a long option (--name) to its value; a short one takes it as the "
-               "next word";
-    else
-        ok = profile_check_refs(v, why);
-    if (!ok) {
-        arg_free(&a);
-        return false;
-    }
     a.key = xstrdup(key);
     a.value = xstrdup(v);
     a.at = at;
-    if (removed == 0)
-        at_i = p->args.n;
     p->args.v = xrealloc(p->args.v, (p->args.n + 1) * sizeof(*p->args.v));
     memmove(&p->args.v[at_i + 1], &p->args.v[at_i], (p->args.n - at_i) * sizeof(*p->args.v));
     p->args.v[at_i] = a;
