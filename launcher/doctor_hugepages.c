@@ -106,9 +106,11 @@ static bool pg_size(const char *v, uint64_t *bytes)
 /* A count setting (max_connections), or def where unset or unreadable. */
 static uint64_t pg_count(const char *v, uint64_t def)
 {
+    if (!isdigit((unsigned char)v[0]))
+        return def; /* unset, or not a count */
     char *end;
-    unsigned long long n = v[0] && isdigit((unsigned char)v[0]) ? strtoull(v, &end, 10) : 0;
-    return v[0] && isdigit((unsigned char)v[0]) && *end == '\0' && n < 1000000 ? n : def;
+    unsigned long long n = strtoull(v, &end, 10);
+    return *end == '\0' && n < 1000000 ? n : def;
 }
 
 /* huge_pages as PostgreSQL reads it: on, off and try, and the booleans' spellings of on and off. */
