@@ -375,7 +375,7 @@ static struct disk *btrfs_leaves(const char *path, size_t *n)
 
 const char *near_status_name(enum near_status s)
 {
-    static const char *const names[] = {"found", "no_node", "no_disk", "no_path"};
+    static const char *const names[] = {"found", "no_node", "no_disk", "no_path", "no_device"};
     return names[s];
 }
 

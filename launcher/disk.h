@@ -51,10 +51,11 @@ void disk_free(struct disk *d, size_t n);
 
 /* What `near`'s lookup came to, as plan --json names it (near_status_name()). */
 enum near_status {
-    NEAR_FOUND,   /* disks, and the nodes they hang off */
-    NEAR_NO_NODE, /* disks, but sysfs gives none of them a node */
-    NEAR_NO_DISK, /* the path is on no block device (tmpfs, overlay, NFS, ZFS) */
-    NEAR_NO_PATH, /* the path cannot be resolved (errno in what) */
+    NEAR_FOUND,     /* disks, and the nodes they hang off */
+    NEAR_NO_NODE,   /* disks, but sysfs gives none of them a node */
+    NEAR_NO_DISK,   /* the path is on no block device (tmpfs, overlay, NFS, ZFS) */
+    NEAR_NO_PATH,   /* the path cannot be resolved (errno in what) */
+    NEAR_NO_DEVICE, /* a NIC: only virtual interfaces, nothing physical (nic.h) */
 };
 const char *near_status_name(enum near_status s);
 
