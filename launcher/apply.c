@@ -138,6 +138,28 @@ static void apply_cgroup(struct launch_state *ls, const struct plan_step *s, str
     step_result_set(r, STEP_OK, 0, "%s in %s", value, cgroup_entered());
 }
 
+/*
+ * On cgroup2 the cpuset child goes under the swap policy's child when
+ * there is one (the memory limits it sets hold for the cpuset child too);
+ * on v1 each hierarchy has its own.
+ */
+static void apply_cpuset(const struct plan_step *s, struct step_result *r)
+{
+    struct err e;
+    const char *dir = s->u.cpuset.v2 && cgroup_entered() ? cgroup_entered() : s->u.cpuset.dir;
+    char *cpus = bitmap_list(s->u.cpuset.cpus), *mems = bitmap_list(s->u.cpuset.mems);
+    if (cgroup_cpuset_enter(dir, s->u.cpuset.v2, s->u.cpuset.name, cpus, mems, &e))
+        step_result_set(r, STEP_OK, 0, "cpus %s, mems %s in %s", cpus, mems,
+                        cgroup_cpuset_entered());
+    else {
+        step_result_set(r, STEP_FAILED, e.code, "%s", e.msg);
+        r->costs = "; the service can set its own affinity and memory policy and leave its "
+                   "placement (--strict refuses)";
+    }
+    free(cpus);
+    free(mems);
+}
+
 /* ---- the yield of shared pools ---------------------------------------------- */
 
 static void apply_yield(struct launch_state *ls, struct step_result *r)
@@ -198,6 +220,9 @@ void step_apply(struct launch_state *ls, const struct plan_step *s, struct step_
     case STEP_CGROUP:
         apply_cgroup(ls, s, r);
         break;
+    case STEP_CPUSET:
+        apply_cpuset(s, r);
+        break;
     case STEP_YIELD:
         apply_yield(ls, r);
         break;
@@ -225,6 +250,10 @@ void step_undo(struct launch_state *ls, const struct plan_step *s)
     case STEP_CGROUP:
         if (!ls->root_lost)
             cgroup_leave();
+        break;
+    case STEP_CPUSET:
+        if (!ls->root_lost)
+            cgroup_cpuset_leave();
         break;
     case STEP_YIELD:
         undo_yield(ls);

@@ -462,7 +462,103 @@ static void read_current(struct cgroup *cg)
     }
 }
 
-void cgroup_detect(struct cgroup *cg, bool limit)
+/* Whether a cgroup2 directory offers a controller to its own processes and children. */
+static bool offers(const char *dir, const char *controller)
+{
+    char ctl[4096];
+    snprintf(ctl, sizeof(ctl), "%s/cgroup.controllers", dir);
+    return read_line_file(ctl, ctl, sizeof(ctl)) && cgroup_has_word(ctl, controller, ' ');
+}
+
+/*
+ * Who may write the cgroup at dir, whatever the controller: a read-only
+ * cgroupfs is the runtime's, a unit's cgroup without Delegate=yes is
+ * systemd's, one this user cannot write is another's; the rest is
+ * tunerun's. why says why not, for messages.
+ */
+static enum cg_owner owner_of(const struct cgroup *cg, const char *dir, bool ro, char *why,
+                              size_t n)
+{
+    struct statvfs vfs;
+    if (ro || (statvfs(dir, &vfs) == 0 && (vfs.f_flag & ST_RDONLY))) {
+        bool service = ends_with(cg->unit, ".service");
+        snprintf(why, n, "the cgroup filesystem is read-only here%s",
+                 service && cg->container
+                     ? " (the unit's ProtectControlGroups=, or the container's)"
+                 : service       ? " (the unit's ProtectControlGroups=)"
+                 : cg->container ? " (a container)"
+                                 : "");
+        return CG_OWN_READONLY;
+    }
+    if (cg->unit[0] && !unit_delegated(cg)) {
+        snprintf(why, n, "%s's cgroup belongs to systemd (the unit has no Delegate=yes)", cg->unit);
+        return CG_OWN_UNIT;
+    }
+    if (access(dir, W_OK) != 0) {
+        snprintf(why, n, "cannot write %s: %s", dir, strerror(errno));
+        return CG_OWN_DENIED;
+    }
+    return cg->unit[0] ? CG_OWN_DELEGATED : CG_OWN_HOST;
+}
+
+/*
+ * The cgroup enforcement makes the service's own cpuset child in, and
+ * whether it may. On cgroup2 that is the memory controller's cgroup, which
+ * must offer cpuset too. On v1 and hybrid hosts it is the cpuset
+ * hierarchy's: systemd manages no v1 cpuset, so a unit's processes sit in
+ * that hierarchy's root, and a writable one there is the host's to use.
+ */
+static void detect_cpuset(struct cgroup *cg)
+{
+    cg->cs_known = true;
+    cg->cs_owner = CG_OWN_MISSING;
+    cg->cs_v2 = cg->v2;
+    if (cg->mode == CG_NONE || (cg->v2 && cg->dir == NULL)) {
+        snprintf(cg->cs_why, sizeof(cg->cs_why), "%s", cg->why);
+        return;
+    }
+    if (cg->v2) {
+        cg->cs_dir = xstrdup(cg->dir);
+        cg->cs_owner = owner_of(cg, cg->dir, false, cg->cs_why, sizeof(cg->cs_why));
+        if (cg->cs_owner == CG_OWN_HOST || cg->cs_owner == CG_OWN_DELEGATED) {
+            if (offers(cg->dir, "cpuset"))
+                return;
+            cg->cs_owner = CG_OWN_MISSING;
+            snprintf(cg->cs_why, sizeof(cg->cs_why),
+                     "the cpuset controller is not enabled for %s (its parent's "
+                     "cgroup.subtree_control lacks +cpuset)",
+                     cg->path);
+        }
+        return;
+    }
+    char *point = NULL, *root = NULL, *path = own_path("cpuset");
+    bool ro = false;
+    if (standard_dir("cpuset", path, true, &point, &cg->cs_dir)) {
+        /* where it always is */
+    } else if (path == NULL || !find_mount("cpuset", &point, &root, &ro)) {
+        snprintf(cg->cs_why, sizeof(cg->cs_why),
+                 "no cgroup v1 cpuset controller is mounted for this process");
+        goto out;
+    } else if ((cg->cs_dir = dir_of(point, root, path)) == NULL || !cgroup_lists_self(cg->cs_dir)) {
+        snprintf(cg->cs_why, sizeof(cg->cs_why),
+                 "this process's cpuset cgroup (%s) is not under the mounted cgroupfs (a cgroup "
+                 "namespace made after the mount?)",
+                 path);
+        free(cg->cs_dir);
+        cg->cs_dir = NULL;
+        goto out;
+    }
+    /* no unit owns a v1 cpuset: only read-only and permissions stand in the way */
+    struct cgroup plain = *cg;
+    plain.unit[0] = '\0';
+    cg->cs_owner = owner_of(&plain, cg->cs_dir, ro, cg->cs_why, sizeof(cg->cs_why));
+out:
+    free(point);
+    free(root);
+    free(path);
+}
+
+void cgroup_detect(struct cgroup *cg, bool limit, bool cpuset)
 {
     memset(cg, 0, sizeof(*cg));
     cg->mode = cgroup_mode();
@@ -502,38 +598,19 @@ void cgroup_detect(struct cgroup *cg, bool limit)
     base = base ? base + 1 : cg->path;
     if (ends_with(base, ".service") || ends_with(base, ".scope"))
         snprintf(cg->unit, sizeof(cg->unit), "%s", base);
-    char ctl[4096];
-    struct statvfs vfs;
-    if (ro || (statvfs(cg->dir, &vfs) == 0 && (vfs.f_flag & ST_RDONLY))) {
-        cg->owner = CG_OWN_READONLY;
-        bool service = ends_with(cg->unit, ".service");
-        snprintf(cg->why, sizeof(cg->why), "the cgroup filesystem is read-only here%s",
-                 service && cg->container
-                     ? " (the unit's ProtectControlGroups=, or the container's)"
-                 : service       ? " (the unit's ProtectControlGroups=)"
-                 : cg->container ? " (a container)"
-                                 : "");
-    } else if (cg->unit[0] && !unit_delegated(cg)) {
-        cg->owner = CG_OWN_UNIT;
-        snprintf(cg->why, sizeof(cg->why),
-                 "%s's cgroup belongs to systemd (the unit has no Delegate=yes)", cg->unit);
-    } else if (access(cg->dir, W_OK) != 0) {
-        cg->owner = CG_OWN_DENIED;
-        snprintf(cg->why, sizeof(cg->why), "cannot write %s: %s", cg->dir, strerror(errno));
-    } else if (cg->v2 &&
-               (snprintf(ctl, sizeof(ctl), "%s/cgroup.controllers", cg->dir),
-                !read_line_file(ctl, ctl, sizeof(ctl)) || !cgroup_has_word(ctl, "memory", ' '))) {
+    cg->owner = owner_of(cg, cg->dir, ro, cg->why, sizeof(cg->why));
+    if (cgroup_writable(cg) && cg->v2 && !offers(cg->dir, "memory")) {
         cg->owner = CG_OWN_MISSING;
         snprintf(cg->why, sizeof(cg->why),
                  "the memory controller is not enabled for %s (its parent's "
                  "cgroup.subtree_control lacks +memory)",
                  cg->path);
-    } else {
-        cg->owner = cg->unit[0] ? CG_OWN_DELEGATED : CG_OWN_HOST;
     }
 out:
     free(point);
     free(root);
+    if (cpuset)
+        detect_cpuset(cg);
 }
 
 /*
@@ -599,8 +676,25 @@ void cgroup_cpuset(char **cpus, char **mems)
     free(dir);
 }
 
+char *cgroup_cpuset_dir_of(long pid)
+{
+    char proc[64], *point = NULL, *root = NULL, *dir = NULL;
+    snprintf(proc, sizeof(proc), "/proc/%ld", pid);
+    char *path = read_text(proc, "cpuset", FILE_MAX);
+    const char *base = path ? strrchr(path, '/') : NULL;
+    bool v2 = cgroup_mode() == CG_UNIFIED, ro;
+    if (base && strncmp(base + 1, "tunerun.", 8) == 0 &&
+        find_mount(v2 ? NULL : "cpuset", &point, &root, &ro))
+        dir = dir_of(point, root, path);
+    free(point);
+    free(root);
+    free(path);
+    return dir;
+}
+
 void cgroup_free(struct cgroup *cg)
 {
+    free(cg->cs_dir);
     free(cg->dir);
     free(cg->path);
     memset(cg, 0, sizeof(*cg));

@@ -45,14 +45,27 @@ struct cgroup {
     bool swap_max_known;
     uint64_t swap_max; /* v2: its memory.swap.max now (UINT64_MAX: max) */
     char why[512];     /* why it may not be written, for messages */
+    /*
+     * The cpuset controller's cgroup of this process, where enforcement
+     * makes the service's own child (cgroup_cpuset.c): on cgroup2 the
+     * memory one above (dir), on v1 and hybrid hosts the cpuset
+     * hierarchy's. Looked up only when cgroup_detect() is asked to.
+     */
+    bool cs_known;
+    bool cs_v2;
+    char *cs_dir;
+    enum cg_owner cs_owner;
+    char cs_why[512];
 };
 
 /*
  * Find it; never fails (owner and why say what is missing). The memory
  * limit and the CPU quota are looked up only when `limit` is true (read
- * for a plan to show, or a JVM to size); they are 0 otherwise.
+ * for a plan to show, or a JVM to size); they are 0 otherwise. The cpuset
+ * cgroup is looked up only when `cpuset` is true (a profile that enforces
+ * its placement).
  */
-void cgroup_detect(struct cgroup *cg, bool limit);
+void cgroup_detect(struct cgroup *cg, bool limit, bool cpuset);
 /* The files a container runtime leaves in a container's root: Docker's, Podman's. */
 extern const char *const container_marks[2];
 /* Signs of a container: $container, a container_marks file, a cgroup namespace. */
@@ -114,7 +127,42 @@ const char *cgroup_entered(void);
  */
 void cgroup_leave(void);
 
-/* ---- between cgroup.c and cgroup_child.c ------------------------------------ */
+/* ---- the service's own cpuset (cgroup_cpuset.c) ---------------------------- */
+
+/*
+ * Make DIR/tunerun.NAME.PID, this launch's own cpuset cgroup, give it
+ * cpus and mems (lists as the kernel writes them), and move this process
+ * in; on cgroup2 (v2) DIR's subtree_control gets +cpuset first. On failure
+ * nothing this launch made is left behind and e says why. The empty
+ * tunerun.* children of DIR a minute old are removed.
+ */
+bool cgroup_cpuset_enter(const char *dir, bool v2, const char *name, const char *cpus,
+                         const char *mems, struct err *e);
+/* The child cgroup_cpuset_enter() moved this process into; NULL before, or after a leave. */
+const char *cgroup_cpuset_entered(void);
+/* Move back out and remove it: a launch refused after all. */
+void cgroup_cpuset_leave(void);
+/*
+ * The tunerun.* cpuset cgroup process pid lives in, as a directory, where
+ * it is one (a pool launched with enforcement); NULL otherwise.
+ */
+char *cgroup_cpuset_dir_of(long pid);
+/*
+ * That cgroup's cpuset.cpus set to cpus, what it was into *was (unless
+ * NULL; NULL when unread). 0, or errno: EPERM for one not this user's.
+ */
+int cgroup_cpuset_set_cpus(const char *dir, const char *cpus, char **was);
+
+/* ---- between cgroup.c, cgroup_child.c and cgroup_cpuset.c ----------------- */
+
+/* value into `file` of the cgroup directory open at dfd: 0, or errno. */
+int cgroup_write_at(int dfd, const char *file, const char *value);
+/* A cgroup directory opened for the *at() calls, not through a symbolic link; -1 with errno. */
+int cgroup_open_dir(const char *dir);
+/* This process moved into the cgroup open at dfd (v1: this thread alone, see there). */
+int cgroup_move_self_at(int dfd, bool v2);
+/* Empty tunerun.* children of dir more than a minute old, removed. */
+void cgroup_sweep(const char *dir);
 
 /* Whether word is one of list's, separated by sep (a controller, a mount option). */
 bool cgroup_has_word(const char *list, const char *word, char sep);

@@ -29,7 +29,7 @@ static char *entered, *left_from;
 static bool left_v2;
 
 /* value into `file` of the cgroup directory open at dfd */
-static int write_at(int dfd, const char *file, const char *value)
+int cgroup_write_at(int dfd, const char *file, const char *value)
 {
     int fd = openat(dfd, file, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
@@ -41,17 +41,17 @@ static int write_at(int dfd, const char *file, const char *value)
     return error;
 }
 
-static int open_dir(const char *dir)
+int cgroup_open_dir(const char *dir)
 {
     return open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 }
 
 static int write_file(const char *dir, const char *file, const char *value)
 {
-    int dfd = open_dir(dir);
+    int dfd = cgroup_open_dir(dir);
     if (dfd < 0)
         return errno;
-    int error = write_at(dfd, file, value);
+    int error = cgroup_write_at(dfd, file, value);
     close(dfd);
     return error;
 }
@@ -66,26 +66,26 @@ static int write_file(const char *dir, const char *file, const char *value)
  * thread, and the exec that follows keeps this thread's cgroup. v2 has no
  * `tasks` for domain cgroups, so there it pays the grace period.
  */
-static int move_self_at(int dfd, bool v2)
+int cgroup_move_self_at(int dfd, bool v2)
 {
     cgroup_forget_self(); /* read again if asked: this process is about to move */
     if (!v2) {
-        int error = write_at(dfd, "tasks", "0");
+        int error = cgroup_write_at(dfd, "tasks", "0");
         /* a delegation may grant cgroup.procs alone (cgcreate -a without -t) */
         if (error != EACCES && error != EPERM && error != ENOENT)
             return error;
     }
     char pid[32];
     snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-    return write_at(dfd, "cgroup.procs", pid);
+    return cgroup_write_at(dfd, "cgroup.procs", pid);
 }
 
 static int move_self(const char *dir, bool v2)
 {
-    int dfd = open_dir(dir);
+    int dfd = cgroup_open_dir(dir);
     if (dfd < 0)
         return errno;
-    int error = move_self_at(dfd, v2);
+    int error = cgroup_move_self_at(dfd, v2);
     close(dfd);
     return error;
 }
@@ -94,7 +94,7 @@ static int move_self(const char *dir, bool v2)
  * Empty tunerun.* children of dir that services before this one left,
  * a minute old: rmdir keeps any in use, and this launch's own is new.
  */
-static void sweep(const char *dir)
+void cgroup_sweep(const char *dir)
 {
     DIR *d = opendir(dir);
     struct dirent *e;
@@ -163,7 +163,7 @@ static int enter_once(const char *dir, const char *child, bool v2, int swappines
      * directory the writes then go through; a cgroupfs has no symlinks,
      * but an existing name is checked, not trusted.
      */
-    int cfd = open_dir(child);
+    int cfd = cgroup_open_dir(child);
     if (cfd < 0)
         return errno == ELOOP ? ENOTDIR : errno;
     int error = 0;
@@ -181,11 +181,11 @@ static int enter_once(const char *dir, const char *child, bool v2, int swappines
         /* v1: the value first (again, if the child was there), then the move */
         snprintf(value, sizeof(value), "%d", swappiness);
         *step = "memory.swappiness";
-        if ((error = write_at(cfd, *step, value)) != 0)
+        if ((error = cgroup_write_at(cfd, *step, value)) != 0)
             goto out;
     }
     *step = v2 ? "cgroup.procs" : "tasks";
-    error = move_self_at(cfd, v2);
+    error = cgroup_move_self_at(cfd, v2);
     if (error || !v2 || !set_swap_max)
         goto out;
     /*
@@ -216,7 +216,7 @@ static int enter_once(const char *dir, const char *child, bool v2, int swappines
     else
         snprintf(value, sizeof(value), "%llu", (unsigned long long)swap_max);
     *step = "memory.swap.max";
-    error = write_at(cfd, *step, value);
+    error = cgroup_write_at(cfd, *step, value);
 out:
     close(cfd);
     return error;
@@ -298,7 +298,7 @@ bool cgroup_enter(const char *dir, bool v2, const char *name, int swappiness, bo
      * readdir costs more than the move itself).
      */
     if (created)
-        sweep(dir);
+        cgroup_sweep(dir);
     return true;
 }
 

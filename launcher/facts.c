@@ -161,8 +161,10 @@ bool facts_gather(struct facts *f, const struct facts_request *rq, struct err *e
     const struct profile *p = rq->profile;
     if (f->here && p) {
         /* a launch needs the memory limit and CPU quota only to size a JVM */
-        cgroup_detect(&f->cgroup, rq->use == FACTS_PLAN || p->java.max_ram == JAVA_AUTO ||
-                                      p->java.active_processor_count == JAVA_AUTO);
+        cgroup_detect(&f->cgroup,
+                      rq->use == FACTS_PLAN || p->java.max_ram == JAVA_AUTO ||
+                          p->java.active_processor_count == JAVA_AUTO,
+                      p->placement.enforce);
         f->cgroup_known = true;
     }
     if (f->here)

@@ -90,6 +90,9 @@ void plan_step_name(const struct plan_step *s, char *buf, size_t n)
     case STEP_CGROUP:
         snprintf(buf, n, "cgroup");
         break;
+    case STEP_CPUSET:
+        snprintf(buf, n, "cpuset");
+        break;
     case STEP_SETENV:
         snprintf(buf, n, "env %s", s->u.env.name);
         break;
@@ -146,6 +149,13 @@ void plan_step_value(const struct plan *pl, const struct plan_step *s, char *buf
         else
             snprintf(buf, n, "memory.swap.max=%llu", (unsigned long long)s->u.cgroup.swap_max);
         break;
+    case STEP_CPUSET: {
+        char *mems = bitmap_list(s->u.cpuset.mems);
+        list = bitmap_list(s->u.cpuset.cpus);
+        snprintf(buf, n, "cpus %s, mems %s", list ? list : "", mems ? mems : "");
+        free(mems);
+        break;
+    }
     case STEP_SETENV:
         snprintf(buf, n, "%s", s->u.env.value);
         break;
@@ -301,6 +311,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     /* the steps, in the order a launch takes them (enum step_type's) */
     plan_add_claim_step(&c, in);
     plan_add_swap_steps(&c, in->cgroup);
+    plan_add_cpuset_step(&c, in->cgroup);
     plan_add_limit_steps(&c);
     plan_add_placement_steps(&c);
     plan_add_yield_step(&c);
@@ -342,6 +353,10 @@ void plan_free(struct plan *pl)
             free(s->u.env.value);
         } else if (s->type == STEP_CGROUP) {
             free(s->u.cgroup.dir);
+        } else if (s->type == STEP_CPUSET) {
+            free(s->u.cpuset.dir);
+            hwloc_bitmap_free(s->u.cpuset.cpus);
+            hwloc_bitmap_free(s->u.cpuset.mems);
         } else if (s->type == STEP_PRIVILEGES) {
             free(s->u.privileges.path);
         }

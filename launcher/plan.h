@@ -43,6 +43,7 @@ enum plan_mpol {
 enum step_type {
     STEP_CLAIM,         /* "claim": the registry learns where it runs */
     STEP_CGROUP,        /* "cgroup": the swap policy's child cgroup, entered */
+    STEP_CPUSET,        /* "cpuset": a cpuset cgroup of its own, which holds the placement */
     STEP_RLIMIT,        /* "rlimit NAME": raised now, lowered by the final step */
     STEP_OOM_SCORE_ADJ, /* "oom_score_adj" */
     STEP_MEMPOLICY,     /* "mempolicy" */
@@ -97,6 +98,13 @@ struct plan_step {
             bool set_swap_max;
             uint64_t swap_max; /* UINT64_MAX: "max" */
         } cgroup;
+        struct {
+            char *dir;        /* the cgroup to make its child of (v2: the swap child, if any) */
+            const char *name; /* the profile's, for the child's name; borrowed */
+            bool v2;
+            hwloc_bitmap_t cpus; /* cpuset.cpus */
+            hwloc_bitmap_t mems; /* cpuset.mems */
+        } cpuset;
         struct {
             const struct privs *pv; /* borrowed */
             char *path; /* the PATH the command is looked for in (the plan's), NULL: none */

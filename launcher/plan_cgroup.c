@@ -1,10 +1,19 @@
 /*
- * plan_cgroup.c - the swap policy's cgroup step.
+ * plan_cgroup.c - the cgroup steps: the swap policy's, and the cpuset that
+ * holds the placement.
  *
  * Swap policy is a cgroup's: v1 has memory.swappiness, v2 memory.swap.max.
  * tunerun makes the service a child cgroup where the cgroup is its own to
  * write; elsewhere the plan names the unit setting or docker flag that
  * does it (swap_fix()).
+ *
+ * Affinity and a memory policy are the process's own, and anything it runs
+ * may set them again: nginx's worker_cpu_affinity auto pins worker n to
+ * CPU n of the whole machine. A cpuset cgroup is the kernel's bound on
+ * both, which the process cannot widen, so the placement holds. Each
+ * launch gets its own (a pool's must shrink alone when it yields), where
+ * tunerun may write one; elsewhere the plan names the unit settings or
+ * docker flags that do it (cpuset_fix()).
  */
 #include "planner.h"
 #include "util.h"
@@ -168,4 +177,127 @@ void plan_add_swap_steps(struct ctx *c, const struct cgroup *cg)
     s->u.cgroup.swappiness = sw_here ? p->memory.swappiness : -1;
     s->u.cgroup.set_swap_max = max_here;
     s->u.cgroup.swap_max = p->memory.swap_max;
+}
+
+/*
+ * What holds the placement where tunerun may not make the cgroup: the
+ * unit's AllowedCPUs= and AllowedMemoryNodes= (cgroup v2's cpuset, which
+ * systemd has no v1 setting for), the container's --cpuset flags, or what
+ * makes the cgroup tunerun's to write.
+ */
+static char *cpuset_fix(const struct profile *p, const struct cgroup *cg, const char *cpus,
+                        const char *mems)
+{
+    bool scope = strstr(cg->unit, ".scope") != NULL, service = cg->unit[0] && !scope;
+    switch (cg->cs_owner) {
+    case CG_OWN_UNIT:
+    case CG_OWN_READONLY:
+        if (service && cg->cs_v2)
+            return xasprintf("fix: AllowedCPUs=%s and AllowedMemoryNodes=%s in %s (systemctl edit "
+                             "%s; `tunerun systemd %s` prints the drop-in), or Delegate=yes%s, "
+                             "which lets tunerun make its own",
+                             cpus, mems, cg->unit, cg->unit, p->name,
+                             cg->cs_owner == CG_OWN_READONLY ? " and ProtectControlGroups=no" : "");
+        if (scope && cg->cs_v2 && !cg->container)
+            return xasprintf("fix: start it as a service with -p AllowedCPUs=%s -p "
+                             "AllowedMemoryNodes=%s (systemd-run, or a unit); %s is a scope",
+                             cpus, mems, cg->unit);
+        if (cg->container || cg->cs_owner == CG_OWN_READONLY)
+            return xasprintf("fix: docker run --cpuset-cpus=%s --cpuset-mems=%s (Kubernetes: "
+                             "the static CPU manager policy, with a Guaranteed pod)",
+                             cpus, mems);
+        return xasprintf("fix: Delegate=yes in %s, which lets tunerun make its own", cg->unit);
+    case CG_OWN_DENIED:
+        return xasprintf("fix: run tunerun as root, or in a cgroup delegated to this user "
+                         "(systemd-run --user -p Delegate=yes)");
+    default:
+        if (cg->cs_v2 && cg->cs_dir)
+            return xasprintf("fix: echo +cpuset > the parent cgroup's cgroup.subtree_control");
+        return xasprintf("fix: mount the cpuset controller (mount -t cgroup -o cpuset cpuset "
+                         "/sys/fs/cgroup/cpuset)");
+    }
+}
+
+/*
+ * The memory nodes the cpuset allows: where a bind or an interleave puts
+ * pages, those nodes alone; a local or preferred policy falls back to
+ * other nodes when its own are full, and a cpuset of its nodes alone
+ * would turn that spill into reclaim and the OOM killer, so it keeps
+ * every node it may use.
+ */
+static hwloc_bitmap_t cpuset_mems(const struct ctx *c)
+{
+    const struct plan *pl = c->pl;
+    hwloc_bitmap_t mems = hwloc_bitmap_alloc();
+    if ((pl->mpol == PLAN_MPOL_BIND || pl->mpol == PLAN_MPOL_INTERLEAVE) &&
+        !hwloc_bitmap_iszero(pl->mem_nodes)) {
+        hwloc_bitmap_copy(mems, pl->mem_nodes);
+        return mems;
+    }
+    for (size_t i = 0; i < c->t->nnodes; i++)
+        if (c->t->nodes[i].has_memory)
+            hwloc_bitmap_set(mems, c->t->nodes[i].os_index);
+    return mems;
+}
+
+/*
+ * The cpuset step: by default, unless the profile says enforce = no. It
+ * holds a service to what it was given; one given the whole machine
+ * needs it only as a pool that may yield CPUs later (its cpuset shrinks
+ * then), so others skip it and the cgroup it costs.
+ */
+void plan_add_cpuset_step(struct ctx *c, const struct cgroup *cg)
+{
+    const struct profile *p = c->p;
+    struct plan *pl = c->pl;
+    char *where = plan_origin(p->placement.enforce_at);
+    if (!p->placement.enforce) {
+        plan_note_add(pl, NOTE_INFO,
+                      "cpuset: not enforced (enforce = no, %s): the service may set its own "
+                      "affinity and memory policy, and leave its placement",
+                      where);
+        free(where);
+        return;
+    }
+    hwloc_bitmap_t mems = cpuset_mems(c), all = hwloc_bitmap_alloc();
+    for (size_t i = 0; i < c->t->nnodes; i++)
+        if (c->t->nodes[i].has_memory)
+            hwloc_bitmap_set(all, c->t->nodes[i].os_index);
+    bool pool = c->pl->nsteps > 0 && pl->steps[0].type == STEP_CLAIM && pl->steps[0].u.claim.pool;
+    bool whole = hwloc_bitmap_isequal(pl->cpus, c->t->cpus) && hwloc_bitmap_isequal(mems, all);
+    hwloc_bitmap_free(all);
+    char *cpus = bitmap_list(pl->cpus), *ml = bitmap_list(mems);
+    if (whole && !pool) {
+        plan_note_add(pl, NOTE_INFO,
+                      "cpuset: it may use every CPU and memory node here; there is no placement "
+                      "to hold");
+    } else if (cg == NULL || !cg->cs_known) {
+        plan_note_add(pl, NOTE_INFO,
+                      "cpuset: the cgroup of another machine is not known; not planned");
+    } else if (cg->cs_owner != CG_OWN_HOST && cg->cs_owner != CG_OWN_DELEGATED) {
+        char *fix = cpuset_fix(p, cg, cpus, ml);
+        plan_note_add(pl, whole ? NOTE_INFO : NOTE_WARN,
+                      "cpuset: %s; nothing stops the service from setting its own affinity and "
+                      "memory policy and leaving its placement (%s)",
+                      cg->cs_why, fix);
+        free(fix);
+    } else {
+        struct plan_step *s = plan_add_step(
+            pl, STEP_CPUSET,
+            xasprintf("a cpuset cgroup of its own holds it to cpus %s and memory nodes %s: the "
+                      "kernel clamps any affinity or memory policy it sets later, as nginx's "
+                      "worker_cpu_affinity does (enforce, %s)%s",
+                      cpus, ml, where,
+                      pool ? "; as a shared pool, its cpuset shrinks when it yields CPUs" : ""));
+        s->u.cpuset.dir = xstrdup(cg->cs_dir);
+        s->u.cpuset.name = p->name;
+        s->u.cpuset.v2 = cg->cs_v2;
+        s->u.cpuset.cpus = hwloc_bitmap_dup(pl->cpus);
+        s->u.cpuset.mems = mems;
+        mems = NULL;
+    }
+    hwloc_bitmap_free(mems);
+    free(cpus);
+    free(ml);
+    free(where);
 }

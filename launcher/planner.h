@@ -115,8 +115,9 @@ const char *plan_getenv(char *const *env, const char *name);
 char *plan_expand(const struct ctx *c, const char *v);
 /* [args]: what the command gets added, and the exec step's words (plan_args.c). */
 void plan_add_args(struct ctx *c, const struct plan_input *in);
-void plan_add_java_step(struct ctx *c, const char *base);         /* plan_java.c */
-void plan_add_swap_steps(struct ctx *c, const struct cgroup *cg); /* plan_cgroup.c */
+void plan_add_java_step(struct ctx *c, const char *base);          /* plan_java.c */
+void plan_add_swap_steps(struct ctx *c, const struct cgroup *cg);  /* plan_cgroup.c */
+void plan_add_cpuset_step(struct ctx *c, const struct cgroup *cg); /* plan_cgroup.c */
 
 /* The launch's own steps, and what [security] means for the plan (plan_steps.c). */
 void plan_note_privileges(struct plan *pl, const struct plan_input *in);

@@ -87,6 +87,7 @@ void profile_defaults(struct profile *p)
     p->placement.nodes = 0;
     p->placement.cpus = CPUS_ALL;
     p->placement.smt = true;
+    p->placement.enforce = true;
     p->placement.memory = MEM_LOCAL;
     p->memory.thp = THP_SYSTEM;
     p->memory.arena = ARENA_UNSET;

@@ -90,6 +90,8 @@ struct profile {
         uint64_t memory_size; /* 0: unknown */
         char *near;           /* a path on the disk it does its IO on; NULL: none */
         struct origin near_at;
+        bool enforce; /* hold it to its placement with a cpuset cgroup of its own */
+        struct origin enforce_at;
     } placement;
 
     struct {

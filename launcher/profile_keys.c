@@ -166,6 +166,16 @@ static bool set_exclusive(struct profile *p, const char *v, struct origin at, co
 }
 
 /*
+ * Whether the placement is held with a cpuset cgroup (the default), or
+ * only set on the process, which may then leave it.
+ */
+static bool set_enforce(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    p->placement.enforce_at = at;
+    return set_bool(&p->placement.enforce, v, why);
+}
+
+/*
  * Whether a comma-separated list has an empty item: "a,,b", "a," or ",a".
  * strtok_r() would pass over it; it is a slip, not a way to say none.
  */
@@ -551,6 +561,7 @@ static const struct key_def {
     {"placement", "cpus", set_cpus},
     {"placement", "smt", set_smt},
     {"placement", "exclusive", set_exclusive},
+    {"placement", "enforce", set_enforce},
     {"placement", "avoid", set_avoid},
     {"placement", "memory", set_memory},
     {"placement", "memory_size", set_memory_size},

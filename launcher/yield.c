@@ -6,8 +6,16 @@
  * moved off them here, from outside: sched_setaffinity() per thread, found
  * through /proc. What moved is recorded, so that --strict can put it back,
  * and so can a launch whose exec fails.
+ *
+ * A pool launched with enforce has a cpuset cgroup of its own, which would
+ * let it move its threads back (nginx pins its workers again when it
+ * reloads): that cpuset shrinks too, once its threads moved. On kernels
+ * before 6.2 a cpuset write resets the affinity of every thread in it to
+ * the whole cpuset, so a pool's pinned workers float over what it keeps
+ * there; from 6.2 the kernel keeps what each thread asked for within it.
  */
 #include "yield.h"
+#include "cgroup.h"
 #include "log.h"
 #include "procs.h"
 #include "util.h"
@@ -76,6 +84,54 @@ static int shrink_process(long pid, size_t shrink, hwloc_const_bitmap_t taken,
 
 #define SHRINK_PASSES 5
 
+/*
+ * The pool's own cpuset cgroups (one per process launched with enforce,
+ * shared by what it forked) shrunk to what it keeps. Returns how many
+ * could not be.
+ */
+static int shrink_cpusets(struct yield *y, size_t shrink, const struct pid_list *holders,
+                          const char *keeps, const char *who)
+{
+    int failed = 0;
+    for (size_t h = 0; h < holders->n; h++) {
+        char *dir = cgroup_cpuset_dir_of(holders->v[h]), *was = NULL;
+        bool known = dir == NULL;
+        for (size_t k = 0; k < y->ncpusets && !known; k++)
+            known = strcmp(y->cpusets[k].dir, dir) == 0;
+        if (known) {
+            free(dir);
+            continue;
+        }
+        int error = cgroup_cpuset_set_cpus(dir, keeps, &was);
+        if (error != 0) {
+            log_warn("%s: cannot shrink its cpuset %s to CPUs %s: %s; it may move its threads "
+                     "back onto the CPUs it gave up",
+                     who, dir, keeps, strerror(error));
+            failed++;
+            free(dir);
+            free(was);
+            continue;
+        }
+        y->cpusets = xrealloc(y->cpusets, (y->ncpusets + 1) * sizeof(*y->cpusets));
+        y->cpusets[y->ncpusets++] = (struct shrunk_cpuset){shrink, dir, was};
+    }
+    return failed;
+}
+
+/* Each shrunk cpuset of shrink `which` (SIZE_MAX: every one) given cpus, or what it had (NULL). */
+static void restore_cpusets(struct yield *y, size_t which, const char *cpus)
+{
+    for (size_t k = 0; k < y->ncpusets; k++) {
+        const struct shrunk_cpuset *c = &y->cpusets[k];
+        const char *to = cpus ? cpus : c->was;
+        if ((which != SIZE_MAX && c->shrink != which) || to == NULL)
+            continue;
+        int error = cgroup_cpuset_set_cpus(c->dir, to, NULL);
+        if (error != 0 && error != ENOENT)
+            log_warn("cannot give the cpuset %s CPUs %s back: %s", c->dir, to, strerror(error));
+    }
+}
+
 static int tid_order(const void *a, const void *b)
 {
     long x = *(const long *)a, y = *(const long *)b;
@@ -104,6 +160,12 @@ int yield_take(struct yield *y, const struct plan *pl, struct registry *reg)
             pid_list_free(&holders);
             if (moved == was)
                 break;
+        }
+        if (f == 0 && seen > 0) {
+            struct pid_list holders;
+            registry_holders(reg, k, 1, false, &holders);
+            f += shrink_cpusets(y, i, &holders, keeps, k->profile);
+            pid_list_free(&holders);
         }
         if (seen == 0 && registry_pid_alive(reg, k)) {
             log_warn("%s: its process %ld holds no claim file (a daemon that closed its files, "
@@ -193,6 +255,7 @@ static void adopt_newborn(struct yield *y)
 
 void yield_undo(struct yield *y)
 {
+    restore_cpusets(y, SIZE_MAX, NULL); /* first: the threads' wider sets must fit */
     for (size_t pass = 0, from = 0; pass < SHRINK_PASSES; pass++, from = y->nthreads) {
         adopt_newborn(y);
         if (pass > 0 && from == y->nthreads)
@@ -315,6 +378,12 @@ void yield_give_back(struct yield *y, struct registry *reg, const struct topo *t
         free(list);
         free(all);
     }
+    for (size_t c = 0; c < y->nclaims; c++)
+        if (holds[c]) {
+            char *list = bitmap_list(holds[c]);
+            restore_cpusets(y, y->claims[c].shrink, list);
+            free(list);
+        }
     size_t failed = 0;
     int error = 0;
     hwloc_bitmap_t cur = hwloc_bitmap_alloc();
@@ -380,6 +449,11 @@ void yield_free(struct yield *y)
     }
     free(y->placed);
     free(y->placed_cpus);
+    for (size_t i = 0; i < y->ncpusets; i++) {
+        free(y->cpusets[i].dir);
+        free(y->cpusets[i].was);
+    }
+    free(y->cpusets);
     pid_list_free(&y->seen);
     free(y->threads);
     free(y->done);

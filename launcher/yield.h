@@ -32,6 +32,13 @@ struct shrunk_claim {
     bool recorded;
 };
 
+/* A pool's own cpuset cgroup (enforce) the yield made smaller, and what it allowed before. */
+struct shrunk_cpuset {
+    size_t shrink;
+    char *dir;
+    char *was; /* its cpuset.cpus before */
+};
+
 struct yield {
     struct moved_thread *threads;
     size_t nthreads;
@@ -39,6 +46,8 @@ struct yield {
     struct shrunk_claim *claims;
     size_t nclaims;
     struct pid_list seen; /* every thread of the pools the yield looked at, moved or not */
+    struct shrunk_cpuset *cpusets;
+    size_t ncpusets;
     /* the placed services other than this launch's when the pools shrank, and their CPUs */
     char **placed;
     hwloc_bitmap_t *placed_cpus;
