@@ -243,6 +243,30 @@ static void put_unit_settings(FILE *f, const struct profile *p, bool cgroup_v2)
                 p->memory.swap_max_set ? ", or leave it to MemorySwapMax= above" : "");
 }
 
+/*
+ * enforce: the placement held by a cpuset. On cgroup v2 the unit's own
+ * cgroup is systemd's; Delegate=yes lets tunerun make the service a cpuset
+ * child for the CPUs it chooses at each start (they depend on what else
+ * runs then). A unit that pins itself instead names fixed lists, which
+ * `tunerun plan` shows for the host as it is now. On v1 systemd manages no
+ * cpuset, and tunerun makes its child in the cpuset hierarchy unasked.
+ */
+static void put_cpuset(FILE *f, const struct profile *p, bool cgroup_v2)
+{
+    if (!p->placement.enforce || !cgroup_v2)
+        return;
+    fprintf(f,
+            "# enforce: a cpuset cgroup of its own holds the service to its placement, so\n"
+            "# that nothing it runs can set a wider affinity or memory policy. tunerun makes\n"
+            "# it at each start, for the CPUs it chooses then, when the unit delegates its\n"
+            "# cgroup. Without Delegate=, pin the unit instead, with the lists\n"
+            "# `tunerun plan %s` shows as AllowedCPUs= and AllowedMemoryNodes=.\n"
+            "Delegate=yes\n"
+            "#AllowedCPUs=\n"
+            "#AllowedMemoryNodes=\n",
+            p->name);
+}
+
 /* THP, where this systemd has MemoryTHP=, and the unit's User=. */
 static void put_thp_and_user(FILE *f, const struct profile *p, int version)
 {
@@ -318,6 +342,7 @@ void systemd_dropin(FILE *f, const struct profile *p, const struct dropin_args *
 {
     put_exec_start(f, p, a);
     put_unit_settings(f, p, cgroup_v2);
+    put_cpuset(f, p, cgroup_v2);
     put_thp_and_user(f, p, version);
     put_hardening(f, a);
 }
