@@ -23,11 +23,6 @@
 
 #define DISK_DEPTH 8 /* device-mapper over md over partitions is 3; a loop would be endless */
 
-static const char *prefix(const char *root)
-{
-    return strcmp(root, "/") == 0 ? "" : root;
-}
-
 /* Which mount of mountinfo a path is on. */
 struct mount_key {
     bool by_id; /* its mount ID (statx's stx_mnt_id, mountinfo's first field) */
@@ -41,7 +36,7 @@ static bool mount_of(const char *root, const char *path, const struct mount_key 
                      unsigned *min, char *mnt, size_t mn, char *src, size_t sn)
 {
     char full[4096];
-    snprintf(full, sizeof(full), "%s/proc/self/mountinfo", prefix(root));
+    snprintf(full, sizeof(full), "%s/proc/self/mountinfo", root_prefix(root));
     FILE *f = fopen_regular(full);
     char *line = NULL;
     size_t cap = 0, best = 0;
@@ -130,42 +125,6 @@ bool disk_of_path(const char *root, const char *path, unsigned *maj, unsigned *m
 }
 
 /*
- * The NUMA node of the device a sysfs directory belongs to: the first
- * `numa_node` on the way up (the NVMe controller, the PCI function of a
- * SATA or virtio one); -1 when none says one.
- */
-static int node_up(const char *root, const char *resolved)
-{
-    char *dir = xstrdup(resolved), *top = xasprintf("%s/sys/devices/", prefix(root)), buf[32];
-    size_t n = strlen(top);
-    int node = -1;
-    /*
-     * This host's sysfs holds attributes, never a device a driver would
-     * see opened: read them as they are. Another tree (doctor's --root) is
-     * whoever made it's, and opened inertly.
-     */
-    bool (*read_line)(const char *, char *, size_t) =
-        *prefix(root) ? read_line_regular : read_line_file;
-    for (char *slash; node < 0 && strncmp(dir, top, n) == 0 &&
-                      (slash = strrchr(dir, '/')) != NULL && (size_t)(slash - dir) >= n;
-         *slash = '\0') {
-        char *file = xasprintf("%s/numa_node", dir), *end;
-        bool read = read_line(file, buf, sizeof(buf));
-        free(file);
-        if (read) {
-            long v = strtol(buf, &end, 10);
-            if (end != buf && *end == '\0' && v >= 0 && (unsigned long)v <= BITMAP_MAX_INDEX)
-                node = (int)v;
-            else
-                break; /* -1: the device is known to have none */
-        }
-    }
-    free(dir);
-    free(top);
-    return node;
-}
-
-/*
  * The nodes a disk's IO goes through. Most disks hang off one device. A
  * namespace of an NVMe subsystem that Linux drives with native multipath
  * (nvme_core.multipath, the default) is a virtual disk under the
@@ -197,7 +156,7 @@ static void disk_nodes_of(const char *root, const char *dir, hwloc_bitmap_t node
             path = xasprintf("%s/%s", subsys, e->d_name);
             char *ctrl_dir = realpath(path, NULL);
             free(path);
-            int node = ctrl_dir ? node_up(root, ctrl_dir) : -1;
+            int node = ctrl_dir ? sysfs_node_up(root, ctrl_dir, NULL) : -1;
             free(ctrl_dir);
             if (node >= 0)
                 hwloc_bitmap_set(nodes, (unsigned)node);
@@ -206,7 +165,7 @@ static void disk_nodes_of(const char *root, const char *dir, hwloc_bitmap_t node
             closedir(s);
         free(subsys);
     } else {
-        int node = node_up(root, dir);
+        int node = sysfs_node_up(root, dir, NULL);
         if (node >= 0)
             hwloc_bitmap_set(nodes, (unsigned)node);
     }
@@ -219,13 +178,13 @@ static void disk_nodes_of(const char *root, const char *dir, hwloc_bitmap_t node
  */
 static char *sys_dir(const char *root, unsigned maj, unsigned min)
 {
-    char *link = xasprintf("%s/sys/dev/block/%u:%u", prefix(root), maj, min);
+    char *link = xasprintf("%s/sys/dev/block/%u:%u", root_prefix(root), maj, min);
     char *to = xrealloc(NULL, PATH_MAX), *dir = NULL;
     ssize_t len = readlink(link, to, PATH_MAX - 1);
     if (len > 0) {
         to[len] = '\0';
         if (strncmp(to, "../../devices/", 14) == 0 && strstr(to + 13, "/..") == NULL)
-            dir = xasprintf("%s/sys/%s", prefix(root), to + 6);
+            dir = xasprintf("%s/sys/%s", root_prefix(root), to + 6);
     }
     if (dir == NULL)
         dir = realpath(link, NULL);

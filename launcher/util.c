@@ -609,3 +609,43 @@ const char *sysfs_choice(const char *text, char *buf, size_t n)
     buf[close - open - 1] = '\0';
     return buf;
 }
+
+const char *root_prefix(const char *root)
+{
+    return strcmp(root, "/") == 0 ? "" : root;
+}
+
+int sysfs_node_up(const char *root, const char *dir, size_t *held)
+{
+    char *at = xstrdup(dir), *top = xasprintf("%s/sys/devices/", root_prefix(root)), buf[32];
+    size_t n = strlen(top);
+    int node = -1;
+    if (held)
+        *held = 0;
+    /*
+     * This host's sysfs holds attributes, never a device a driver would
+     * see opened: read them as they are. Another tree (doctor's --root) is
+     * whoever made it's, and opened inertly.
+     */
+    bool (*read_line)(const char *, char *, size_t) =
+        *root_prefix(root) ? read_line_regular : read_line_file;
+    for (char *slash; node < 0 && strncmp(at, top, n) == 0 && (slash = strrchr(at, '/')) != NULL &&
+                      (size_t)(slash - at) >= n;
+         *slash = '\0') {
+        char *file = xasprintf("%s/numa_node", at), *end;
+        bool read = read_line(file, buf, sizeof(buf));
+        free(file);
+        if (read) {
+            if (held)
+                *held = strlen(at);
+            long v = strtol(buf, &end, 10);
+            if (end != buf && *end == '\0' && v >= 0 && (unsigned long)v <= BITMAP_MAX_INDEX)
+                node = (int)v;
+            else
+                break; /* -1: the device is known to have none */
+        }
+    }
+    free(at);
+    free(top);
+    return node;
+}

@@ -85,6 +85,23 @@ size_t utf8_valid(const unsigned char *p);
  */
 const char *sysfs_choice(const char *text, char *buf, size_t n);
 
+/*
+ * root as the prefix of the paths under it: "" for "/", so that this
+ * host's paths stay as the kernel names them, else root itself.
+ */
+const char *root_prefix(const char *root);
+
+/*
+ * The NUMA node of the device a sysfs directory belongs to: the first
+ * `numa_node` on the way up from dir (the NVMe controller; the PCI
+ * function of a SATA disk or of a virtio device, which has none of its
+ * own), stopping above root's /sys/devices/; -1 when none says one, or the
+ * nearest says -1. dir is a path under root, prefix included, with no link
+ * or ".." in it. With `held`, the length of the part of dir that is the
+ * directory whose numa_node was read (0 when none was).
+ */
+int sysfs_node_up(const char *root, const char *dir, size_t *held);
+
 /* The first line of a small file (a sysfs or procfs value), without "\n". */
 bool read_line_file(const char *path, char *buf, size_t n);
 /* The same on the heap, for a line that may be long (a CPU list); NULL when unread. */
