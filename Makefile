@@ -103,7 +103,7 @@ $(TEST_TOOLS): tests/%: tests/%.c
 tests/claimer: tests/claimer.c $(LIB_OBJ) $(HDRS)
 	$(CC) $(ALL_CFLAGS) -Ilauncher -o $@ $< $(LIB_OBJ) $(ALL_LDFLAGS) $(DEPS_LIBS)
 
-tests/test_%: tests/test_%.c $(LIB_OBJ) $(HDRS)
+tests/test_%: tests/test_%.c tests/fixture.h $(LIB_OBJ) $(HDRS)
 	$(CC) $(ALL_CFLAGS) -Ilauncher -o $@ $< $(LIB_OBJ) $(ALL_LDFLAGS) $(DEPS_LIBS) -lcmocka
 
 # The README's first command: a real redis-server under tunerun, seen from outside.

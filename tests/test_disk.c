@@ -5,64 +5,9 @@
  * PCI function has no node, a namespace reached through two controllers
  * (native NVMe multipath), and a device-mapper loop.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <cmocka.h>
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include "disk.h"
+#include "fixture.h"
 #include "util.h"
-
-static char root[64];
-
-static void mkdirs(const char *path)
-{
-    char buf[4096];
-    snprintf(buf, sizeof(buf), "%s", path);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-                fail_msg("mkdir %s: %s", buf, strerror(errno));
-            *p = '/';
-        }
-    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-        fail_msg("mkdir %s: %s", buf, strerror(errno));
-}
-
-/* Write `text` to root/rel, making its directories. */
-static void put(const char *rel, const char *text)
-{
-    char path[4096];
-    snprintf(path, sizeof(path), "%s%s", root, rel);
-    *strrchr(path, '/') = '\0';
-    mkdirs(path);
-    path[strlen(path)] = '/';
-    FILE *f = fopen(path, "w");
-    if (f == NULL)
-        fail_msg("%s: %s", path, strerror(errno));
-    fprintf(f, "%s\n", text);
-    fclose(f);
-}
-
-/* A link root/rel -> target, as sysfs's are (relative). */
-static void link_to(const char *rel, const char *target)
-{
-    char path[4096];
-    snprintf(path, sizeof(path), "%s%s", root, rel);
-    *strrchr(path, '/') = '\0';
-    mkdirs(path);
-    path[strlen(path)] = '/';
-    if (symlink(target, path) < 0)
-        fail_msg("symlink %s: %s", path, strerror(errno));
-}
 
 /* A block device: its directory under /sys/devices, and /sys/dev/block/MAJ:MIN to it. */
 static void block(const char *dir, const char *devno, const char *name, bool queue)
@@ -89,9 +34,7 @@ static void block(const char *dir, const char *devno, const char *name, bool que
 static int setup(void **state)
 {
     (void)state;
-    snprintf(root, sizeof(root), "/tmp/tunerun-disk.XXXXXX");
-    if (mkdtemp(root) == NULL)
-        fail_msg("mkdtemp: %s", strerror(errno));
+    make_root("disk");
     /* two NVMe disks, on nodes 1 and 0; the first partitioned */
     put("/sys/devices/pci0000:00/0000:00:01.0/numa_node", "1");
     put("/sys/devices/" NVME0 "/numa_node", "1");
@@ -171,9 +114,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-    return system(cmd) == 0 ? 0 : -1;
+    return remove_root();
 }
 
 /* "nvme0n1:1 nvme1n1:0": each disk with its nodes, as the walk found them. */
