@@ -20,7 +20,8 @@
  * Every file is read under `root` ("/" on this host), so doctor's fixture
  * trees shaped like another host's /proc and /sys work the same; ip: is
  * resolved through getifaddrs(3) on this host, and through root's
- * /proc/net/fib_trie and /proc/net/if_inet6 under another root.
+ * /proc/net/fib_trie and /proc/net/route (IPv4) and /proc/net/if_inet6
+ * (IPv6) under another root.
  */
 #ifndef TUNERUN_NIC_H
 #define TUNERUN_NIC_H
@@ -42,9 +43,11 @@ bool nic_spec(const char *near);
 /*
  * Whether a `near` value that names a NIC is well formed: an interface
  * name the kernel would accept (1 to 15 characters, no '/', ':' or
- * space), an IPv4 or IPv6 address, or default-route. False with *why set
- * (static text) otherwise: what profile_keys.c reports with the file and
- * line.
+ * space, nor "." or ".."), an IPv4 or IPv6 address (an IPv6 one with or
+ * without brackets, and no zone), or default-route. 0.0.0.0 and :: are
+ * refused: they are every interface's. False with *why set (static text,
+ * which does not repeat the value) otherwise: what profile_keys.c reports
+ * with the file and line.
  */
 bool nic_spec_valid(const char *near, const char **why);
 
@@ -53,7 +56,9 @@ struct nic {
     char name[16];   /* the physical interface (eth0, enp3s0f1) */
     char via[64];    /* how it was reached: "" for the interface itself, "bond0", "br0 > bond0" */
     char dev[256];   /* its device's sysfs directory under root, the one with numa_node and
-                        msi_irqs ("/sys/devices/pci0000:00/0000:00:03.0"); "" when none */
+                        msi_irqs ("/sys/devices/pci0000:00/0000:00:03.0"): the first directory
+                        from device/ up that has a numa_node (a virtio NIC's PCI function), else
+                        device/'s own (a kernel without NUMA) */
     char driver[32]; /* the driver's name (virtio_net, mlx5_core, ixgbe), "" when unknown */
     int node;        /* numa_node; -1 when the firmware gives none */
 };
@@ -69,8 +74,10 @@ struct nic {
  *   NEAR_NO_NODE    devices, but the firmware gives none of them a node (-1)
  *   NEAR_NO_DEVICE  only virtual interfaces (lo, a bridge without ports, a
  *                   veth, a tun): nothing for packets to be near
- *   NEAR_NO_PATH    the interface, address or route does not exist (errno
- *                   or the reason in what)
+ *   NEAR_NO_PATH    the interface, address or route does not exist, or spec
+ *                   is not well formed (ip:0.0.0.0 too); the reason in what
+ * The devices come in the order of the walk: each stacked interface's lower
+ * ones in version order (eth2 before eth10), the first NIC_MAX of them.
  * The caller frees what.
  */
 enum near_status nic_nodes(const char *root, const char *spec, hwloc_bitmap_t nodes, char **what,
