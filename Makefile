@@ -50,7 +50,8 @@ LIB_SRC  = $(filter-out launcher/main.c,$(sort $(wildcard launcher/*.c)))
 LIB_OBJ  = $(LIB_SRC:.c=.o)
 HDRS     = $(filter-out launcher/config.h,$(wildcard launcher/*.h))
 
-UNIT_TESTS = tests/test_parse tests/test_profile tests/test_topo tests/test_plan tests/test_disk
+UNIT_TESTS = tests/test_parse tests/test_profile tests/test_topo tests/test_plan tests/test_disk \
+             tests/test_nic
 
 .PHONY: all deps test-deps demo-deps deb-deps demo test unit host-test test-vm sanitize fuzz bench install uninstall deb clean format FORCE
 
