@@ -10,6 +10,7 @@
  * from here.
  */
 #include "facts.h"
+#include "nic.h"
 #include "disk.h"
 #include "log.h"
 #include "util.h"
@@ -178,8 +179,12 @@ bool facts_gather(struct facts *f, const struct facts_request *rq, struct err *e
         /* looked up before the registry is locked: a path on a stalled NFS mount holds one launch
          */
         f->near.nodes = hwloc_bitmap_alloc();
-        f->near.status = disk_nodes("/", p->placement.near, f->near.nodes, &f->near.what,
-                                    &f->near.disks, &f->near.ndisks);
+        if (nic_spec(p->placement.near))
+            f->near.status = nic_nodes("/", p->placement.near, f->near.nodes, &f->near.what,
+                                       &f->near.nics, &f->near.nnics);
+        else
+            f->near.status = disk_nodes("/", p->placement.near, f->near.nodes, &f->near.what,
+                                        &f->near.disks, &f->near.ndisks);
         f->near_known = true;
     }
     if (f->here && p)
@@ -195,6 +200,7 @@ void facts_free(struct facts *f)
         hwloc_bitmap_free(f->near.nodes);
         free(f->near.what);
         disk_free(f->near.disks, f->near.ndisks);
+        nic_free(f->near.nics, f->near.nnics);
     }
     if (f->cgroup_known)
         cgroup_free(&f->cgroup);

@@ -152,7 +152,13 @@ void plan_step_value(const struct plan *pl, const struct plan_step *s, char *buf
     case STEP_CPUSET: {
         char *mems = bitmap_list(s->u.cpuset.mems);
         list = bitmap_list(s->u.cpuset.cpus);
-        snprintf(buf, n, "cpus %s, mems %s", list ? list : "", mems ? mems : "");
+        char swap[48] = "";
+        if (s->u.cpuset.set_swap_max && s->u.cpuset.swap_max == UINT64_MAX)
+            snprintf(swap, sizeof(swap), ", memory.swap.max=max");
+        else if (s->u.cpuset.set_swap_max)
+            snprintf(swap, sizeof(swap), ", memory.swap.max=%llu",
+                     (unsigned long long)s->u.cpuset.swap_max);
+        snprintf(buf, n, "cpus %s, mems %s%s", list ? list : "", mems ? mems : "", swap);
         free(mems);
         break;
     }
@@ -329,6 +335,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
     free(c.claimed_on);
     free(c.claimed_cand);
     free(c.near);
+    free(c.near_path);
     free(c.conflict);
     free(c.yields);
     hwloc_bitmap_free(c.cand);

@@ -99,11 +99,13 @@ struct plan_step {
             uint64_t swap_max; /* UINT64_MAX: "max" */
         } cgroup;
         struct {
-            char *dir;        /* the cgroup to make its child of (v2: the swap child, if any) */
+            char *dir;        /* the cgroup to make its child of */
             const char *name; /* the profile's, for the child's name; borrowed */
             bool v2;
             hwloc_bitmap_t cpus; /* cpuset.cpus */
             hwloc_bitmap_t mems; /* cpuset.mems */
+            bool set_swap_max;   /* v2: the swap step's memory.swap.max, folded in here */
+            uint64_t swap_max;
         } cpuset;
         struct {
             const struct privs *pv; /* borrowed */
@@ -171,13 +173,16 @@ struct plan {
     size_t nadded;
 };
 
-/* The profile's `near` looked up on this machine (disk_nodes()). */
+/* The profile's `near` looked up on this machine (disk_nodes(), or nic_nodes()). */
+struct nic;
 struct plan_near {
     hwloc_bitmap_t nodes; /* os indexes of the nodes its disks hang off; empty: none known */
     char *what;           /* what was found, or why nothing was */
     enum near_status status;
     struct disk *disks; /* the disks under it, each with its nodes */
     size_t ndisks;
+    struct nic *nics; /* or, for a NIC's near (nic.h), the devices under the interface */
+    size_t nnics;
 };
 
 struct plan_input {

@@ -9,6 +9,7 @@
  * decided it. `near` (the profile's disk) is looked up by main and only
  * weighed here.
  */
+#include "nic.h"
 #include "planner.h"
 #include "util.h"
 
@@ -246,7 +247,10 @@ void plan_note_near(struct ctx *c, const struct plan_input *in)
                       hwloc_bitmap_iszero(gone) ? "" : " (not among the allowed nodes here: ",
                       hwloc_bitmap_iszero(gone) ? "" : list, hwloc_bitmap_iszero(gone) ? "" : ")");
         c->near = dist;
-        c->near_path = path;
+        /* "the disk under /var/lib/mysql", "the NIC of default-route": what the notes name */
+        bool nic = nic_spec(path);
+        c->near_path = xasprintf("%s %s", nic ? "the NIC of" : "the disk under", path);
+        c->near_noun = nic ? "the NIC" : "the disk";
         c->near_nodes = in->near->nodes;
     }
     if (moot && t->source == TOPO_HOST)
@@ -280,21 +284,24 @@ static char *why_not_near(const struct ctx *c, size_t n)
             by = BY_NEAR;
         switch (by) {
         case BY_APART:
-            return xasprintf("node %u, which the disk hangs off, holds %s", id, c->shunned_names);
+            return xasprintf("node %u, which %s hangs off, holds %s", id, c->near_noun,
+                             c->shunned_names);
         case BY_PREVIOUS:
             return xasprintf("it ran elsewhere before it was restarted");
         case BY_OWN_MEMORY:
-            return xasprintf("node %u, which the disk hangs off, has no memory of its own", id);
+            return xasprintf("node %u, which %s hangs off, has no memory of its own", id,
+                             c->near_noun);
         case BY_CPUS:
-            return xasprintf("node %u, which the disk hangs off, has fewer than the %u CPUs asked "
+            return xasprintf("node %u, which %s hangs off, has fewer than the %u CPUs asked "
                              "for",
-                             id, c->p->placement.cpus_value);
+                             id, c->near_noun, c->p->placement.cpus_value);
         case BY_NEAR:
-            return xasprintf("node %u, which the disk hangs off, lacks room to spare: %.1f GiB "
+            return xasprintf("node %u, which %s hangs off, lacks room to spare: %.1f GiB "
                              "free against the roomiest's %.1f GiB, %d of its %d candidate CPUs "
                              "claimed",
-                             id, plan_gib(plan_free_for(t, k)), plan_gib(c->room_most),
-                             c->claimed_cand[k], hwloc_bitmap_weight(c->node_cand[k]));
+                             id, c->near_noun, plan_gib(plan_free_for(t, k)),
+                             plan_gib(c->room_most), c->claimed_cand[k],
+                             hwloc_bitmap_weight(c->node_cand[k]));
         default: /* n is as near as k: another disk's node, or a rule after nearness */
             return NULL;
         }
@@ -303,7 +310,7 @@ static char *why_not_near(const struct ctx *c, size_t n)
     hwloc_bitmap_foreach_begin(id, c->near_nodes)
     {
         if (topo_node_index(t, id) >= 0)
-            return xasprintf("node %u, which the disk hangs off, has no usable CPU", id);
+            return xasprintf("node %u, which %s hangs off, has no usable CPU", id, c->near_noun);
     }
     hwloc_bitmap_foreach_end();
     return NULL;
@@ -345,13 +352,11 @@ static void note_node_choice(struct ctx *c, size_t n)
         break;
     case BY_NEAR:
         if (hwloc_bitmap_isset(c->near_nodes, id))
-            plan_note_add(c->pl, NOTE_INFO, "node %u: the disk under %s hangs off it", id,
-                          c->near_path);
+            plan_note_add(c->pl, NOTE_INFO, "node %u: %s hangs off it", id, c->near_path);
         else
-            plan_note_add(
-                c->pl, NOTE_INFO,
-                "node %u: the nearest with room to spare to the disk under %s (distance %u)", id,
-                c->near_path, c->near[n]);
+            plan_note_add(c->pl, NOTE_INFO,
+                          "node %u: the nearest with room to spare to %s (distance %u)", id,
+                          c->near_path, c->near[n]);
         break;
     case BY_PREVIOUS:
         plan_note_add(c->pl, NOTE_INFO, "node %u: where this service ran before it was restarted",
@@ -516,8 +521,7 @@ static void note_near_outcome(const struct ctx *c, const size_t *chosen, size_t 
         plan_note_add(c->pl, NOTE_INFO,
                       "near decides nothing: it takes every node that can host its CPUs");
     } else if (c->nrank > 1 && alike) {
-        plan_note_add(c->pl, NOTE_INFO,
-                      "near decides nothing: every candidate node is as near the disk under %s",
+        plan_note_add(c->pl, NOTE_INFO, "near decides nothing: every candidate node is as near %s",
                       c->near_path);
     } else if (want > 1) {
         bool in = false;
@@ -527,20 +531,18 @@ static void note_near_outcome(const struct ctx *c, const size_t *chosen, size_t 
         unsigned id = c->t->nodes[best].os_index;
         bool by_distance = c->t->distance && !flat_distances(c);
         if (!in && hwloc_bitmap_isset(c->shunned_nodes, id))
-            plan_note_add(
-                c->pl, NOTE_INFO,
-                "near: the group of %zu leaves out node %u, the nearest to the disk under %s: "
-                "a service it keeps apart from runs there",
-                want, id, c->near_path);
+            plan_note_add(c->pl, NOTE_INFO,
+                          "near: the group of %zu leaves out node %u, the nearest to %s: "
+                          "a service it keeps apart from runs there",
+                          want, id, c->near_path);
         else if (!in)
-            plan_note_add(
-                c->pl, NOTE_INFO,
-                "near: the group of %zu leaves out node %u, the nearest to the disk under %s: "
-                "%s%s",
-                want, id, c->near_path,
-                by_distance ? "the closest group by the distance matrix comes first"
-                            : "the best ranked group comes first",
-                c->t->nodes[best].has_memory ? "" : ", and it has no memory of its own");
+            plan_note_add(c->pl, NOTE_INFO,
+                          "near: the group of %zu leaves out node %u, the nearest to %s: "
+                          "%s%s",
+                          want, id, c->near_path,
+                          by_distance ? "the closest group by the distance matrix comes first"
+                                      : "the best ranked group comes first",
+                          c->t->nodes[best].has_memory ? "" : ", and it has no memory of its own");
     } else if (want == 1 && !hwloc_bitmap_isset(c->near_nodes, c->t->nodes[chosen[0]].os_index)) {
         char *why = why_not_near(c, chosen[0]);
         if (why)

@@ -49,7 +49,8 @@ struct ctx {
     unsigned *near;        /* per node index: its distance to the nearest of `near`'s disks */
     unsigned near_far;     /* the farthest a candidate node is, where room is short */
     uint64_t room_most;    /* the most free memory of a candidate no service it avoids holds */
-    const char *near_path; /* the profile's near, when near is known */
+    char *near_path;       /* "the disk under PATH", "the NIC of SPEC", when near is known */
+    const char *near_noun; /* "the disk", "the NIC" */
     hwloc_const_bitmap_t near_nodes; /* the nodes its disks hang off (os indexes) */
 };
 

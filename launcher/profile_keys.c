@@ -7,6 +7,7 @@
  * (or the --set option). [env] and [limits] take names of the user's and
  * the kernel's, and have profile_env.c's parsers.
  */
+#include "nic.h"
 #include "profile_internal.h"
 #include "parse.h"
 #include "util.h"
@@ -227,12 +228,20 @@ static bool set_avoid(struct profile *p, const char *v, struct origin at, const 
 /*
  * A path on the disk the service does its IO on (its data directory, or a
  * block device): absolute, since it is looked up at each launch from
- * wherever tunerun runs; empty undoes what an include set.
+ * wherever tunerun runs; or the NIC it does its IO through (netdev:IF,
+ * ip:ADDR, default-route; nic.h); empty undoes what an include set.
  */
 static bool set_near(struct profile *p, const char *v, struct origin at, const char **why)
 {
-    if (*v != '\0' && *v != '/') {
-        *why = profile_why("'%.60s' is not an absolute path", v);
+    const char *bad;
+    if (nic_spec(v) && !nic_spec_valid(v, &bad)) {
+        *why = bad;
+        return false;
+    }
+    if (*v != '\0' && *v != '/' && !nic_spec(v)) {
+        *why = profile_why("'%.60s' is neither an absolute path nor netdev:IF, ip:ADDR or "
+                           "default-route",
+                           v);
         return false;
     }
     free(p->placement.near);

@@ -5,6 +5,7 @@
  * they stay one harmless line, and made valid UTF-8 in JSON.
  */
 #include "report.h"
+#include "nic.h"
 #include "json.h"
 #include "log.h"
 #include "util.h"
@@ -121,8 +122,8 @@ static void near_json(struct json *j, const struct profile *p, const struct plan
 {
     json_str(j, "near", p->placement.near);
     if (pl->near == NULL) {
-        static const char *const unknown[] = {"near_status", "near_nodes", "near_disks",
-                                              "near_disks_capped", "near_found"};
+        static const char *const unknown[] = {"near_status",       "near_nodes", "near_disks",
+                                              "near_disks_capped", "near_nics",  "near_found"};
         for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++)
             json_null(j, unknown[i]);
         return;
@@ -138,6 +139,20 @@ static void near_json(struct json *j, const struct profile *p, const struct plan
     }
     json_end(j);
     json_bool(j, "near_disks_capped", pl->near->ndisks >= DISK_MAX); /* there may be more */
+    json_array(j, "near_nics"); /* a NIC's near: the physical devices, each with its node */
+    for (size_t k = 0; k < pl->near->nnics; k++) {
+        const struct nic *n = &pl->near->nics[k];
+        json_object(j, NULL);
+        json_str(j, "name", n->name);
+        json_str(j, "via", n->via[0] ? n->via : NULL);
+        json_str(j, "driver", n->driver[0] ? n->driver : NULL);
+        if (n->node >= 0)
+            json_uint(j, "node", (unsigned)n->node);
+        else
+            json_null(j, "node");
+        json_end(j);
+    }
+    json_end(j);
     json_str(j, "near_found", pl->near->what);
 }
 

@@ -296,8 +296,12 @@ static void test_errors_name_file_and_line(void **state)
     assert_non_null(strstr(m, "bad.ini:2: java.max_ram: '100K' is not auto, off or a size"));
 
     m = load_error("[placement]\nnear = var/lib/mysql\n");
-    assert_non_null(
-        strstr(m, "bad.ini:2: placement.near: 'var/lib/mysql' is not an absolute path"));
+    assert_non_null(strstr(m, "bad.ini:2: placement.near: 'var/lib/mysql' is neither an absolute "
+                              "path nor netdev:IF, ip:ADDR or default-route"));
+    m = load_error("[placement]\nnear = netdev:eth0/1\n");
+    assert_non_null(strstr(m, "bad.ini:2: placement.near: "));
+    m = load_error("[placement]\nnear = ip:0.0.0.0\n");
+    assert_non_null(strstr(m, "bad.ini:2: placement.near: 0.0.0.0 listens on every interface"));
     assert_string_equal(load_error("[placement]\nnear = /srv/db\nnear =\n"), "");
 
     m = load_error("[placement]\ncpus = 150%\n");
