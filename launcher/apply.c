@@ -138,17 +138,17 @@ static void apply_cgroup(struct launch_state *ls, const struct plan_step *s, str
     step_result_set(r, STEP_OK, 0, "%s in %s", value, cgroup_entered());
 }
 
-/*
- * On cgroup2 the cpuset child goes under the swap policy's child when
- * there is one (the memory limits it sets hold for the cpuset child too);
- * on v1 each hierarchy has its own.
- */
+/* On cgroup2 the launch's own child carries the swap limit too (fold_swap_step()). */
 static void apply_cpuset(const struct plan_step *s, struct step_result *r)
 {
     struct err e;
-    const char *dir = s->u.cpuset.v2 && cgroup_entered() ? cgroup_entered() : s->u.cpuset.dir;
-    char *cpus = bitmap_list(s->u.cpuset.cpus), *mems = bitmap_list(s->u.cpuset.mems);
-    if (cgroup_cpuset_enter(dir, s->u.cpuset.v2, s->u.cpuset.name, cpus, mems, &e))
+    char *cpus = bitmap_list(s->u.cpuset.cpus), *mems = bitmap_list(s->u.cpuset.mems), swap[32];
+    if (s->u.cpuset.set_swap_max && s->u.cpuset.swap_max == UINT64_MAX)
+        snprintf(swap, sizeof(swap), "max");
+    else if (s->u.cpuset.set_swap_max)
+        snprintf(swap, sizeof(swap), "%llu", (unsigned long long)s->u.cpuset.swap_max);
+    if (cgroup_cpuset_enter(s->u.cpuset.dir, s->u.cpuset.v2, s->u.cpuset.name, cpus, mems,
+                            s->u.cpuset.set_swap_max ? swap : NULL, &e))
         step_result_set(r, STEP_OK, 0, "cpus %s, mems %s in %s", cpus, mems,
                         cgroup_cpuset_entered());
     else {

@@ -132,12 +132,14 @@ void cgroup_leave(void);
 /*
  * Make DIR/tunerun.NAME.PID, this launch's own cpuset cgroup, give it
  * cpus and mems (lists as the kernel writes them), and move this process
- * in; on cgroup2 (v2) DIR's subtree_control gets +cpuset first. On failure
+ * in; on cgroup2 (v2) this process moves first, DIR's subtree_control then
+ * gets +cpuset (and +memory, for swap_max: "max" or bytes, set there too;
+ * NULL leaves it). On failure
  * nothing this launch made is left behind and e says why. The empty
  * tunerun.* children of DIR a minute old are removed.
  */
 bool cgroup_cpuset_enter(const char *dir, bool v2, const char *name, const char *cpus,
-                         const char *mems, struct err *e);
+                         const char *mems, const char *swap_max, struct err *e);
 /* The child cgroup_cpuset_enter() moved this process into; NULL before, or after a leave. */
 const char *cgroup_cpuset_entered(void);
 /* Move back out and remove it: a launch refused after all. */

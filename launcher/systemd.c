@@ -244,24 +244,19 @@ static void put_unit_settings(FILE *f, const struct profile *p, bool cgroup_v2)
 }
 
 /*
- * enforce: the placement held by a cpuset. On cgroup v2 the unit's own
- * cgroup is systemd's; Delegate=yes lets tunerun make the service a cpuset
- * child for the CPUs it chooses at each start (they depend on what else
- * runs then). A unit that pins itself instead names fixed lists, which
- * `tunerun plan` shows for the host as it is now. On v1 systemd manages no
- * cpuset, and tunerun makes its child in the cpuset hierarchy unasked.
+ * enforce: the placement held by a cpuset. On cgroup v2 tunerun does not
+ * make that cgroup yet (plan_cgroup.c), so the unit pins itself, with the
+ * lists `tunerun plan` shows for the host as it is now. On v1 systemd
+ * manages no cpuset, and tunerun makes its own in the cpuset hierarchy.
  */
 static void put_cpuset(FILE *f, const struct profile *p, bool cgroup_v2)
 {
     if (!p->placement.enforce || !cgroup_v2)
         return;
     fprintf(f,
-            "# enforce: a cpuset cgroup of its own holds the service to its placement, so\n"
-            "# that nothing it runs can set a wider affinity or memory policy. tunerun makes\n"
-            "# it at each start, for the CPUs it chooses then, when the unit delegates its\n"
-            "# cgroup. Without Delegate=, pin the unit instead, with the lists\n"
-            "# `tunerun plan %s` shows as AllowedCPUs= and AllowedMemoryNodes=.\n"
-            "Delegate=yes\n"
+            "# enforce: a cpuset holds the service to its placement, so that nothing it runs\n"
+            "# can set a wider affinity or memory policy. On cgroup v2 the unit sets it:\n"
+            "# the lists `tunerun plan %s` shows, as\n"
             "#AllowedCPUs=\n"
             "#AllowedMemoryNodes=\n",
             p->name);
