@@ -47,9 +47,9 @@ struct cgroup {
     char why[512];     /* why it may not be written, for messages */
     /*
      * The cpuset controller's cgroup of this process, where enforcement
-     * makes the service's own child (cgroup_cpuset.c): on cgroup2 the
-     * memory one above (dir), on v1 and hybrid hosts the cpuset
-     * hierarchy's. Looked up only when cgroup_detect() is asked to.
+     * makes the service's own child (cgroup_cpuset.c): cgroup v1's cpuset
+     * hierarchy; on cgroup2 none is made yet (cs_v2, cs_dir NULL). Looked
+     * up only when cgroup_detect() is asked to.
      */
     bool cs_known;
     bool cs_v2;
@@ -130,16 +130,14 @@ void cgroup_leave(void);
 /* ---- the service's own cpuset (cgroup_cpuset.c) ---------------------------- */
 
 /*
- * Make DIR/tunerun.NAME.PID, this launch's own cpuset cgroup, give it
- * cpus and mems (lists as the kernel writes them), and move this process
- * in; on cgroup2 (v2) this process moves first, DIR's subtree_control then
- * gets +cpuset (and +memory, for swap_max: "max" or bytes, set there too;
- * NULL leaves it). On failure
- * nothing this launch made is left behind and e says why. The empty
- * tunerun.* children of DIR a minute old are removed.
+ * Make DIR/tunerun.NAME.PID, this launch's own cpuset cgroup in cgroup
+ * v1's cpuset hierarchy, give it cpus and mems (lists as the kernel writes
+ * them), and move this process in. On failure nothing this launch made is
+ * left behind and e says why. The empty tunerun.* children of DIR a
+ * minute old are removed.
  */
-bool cgroup_cpuset_enter(const char *dir, bool v2, const char *name, const char *cpus,
-                         const char *mems, const char *swap_max, struct err *e);
+bool cgroup_cpuset_enter(const char *dir, const char *name, const char *cpus, const char *mems,
+                         struct err *e);
 /* The child cgroup_cpuset_enter() moved this process into; NULL before, or after a leave. */
 const char *cgroup_cpuset_entered(void);
 /* Move back out and remove it: a launch refused after all. */

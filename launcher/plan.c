@@ -152,13 +152,7 @@ void plan_step_value(const struct plan *pl, const struct plan_step *s, char *buf
     case STEP_CPUSET: {
         char *mems = bitmap_list(s->u.cpuset.mems);
         list = bitmap_list(s->u.cpuset.cpus);
-        char swap[48] = "";
-        if (s->u.cpuset.set_swap_max && s->u.cpuset.swap_max == UINT64_MAX)
-            snprintf(swap, sizeof(swap), ", memory.swap.max=max");
-        else if (s->u.cpuset.set_swap_max)
-            snprintf(swap, sizeof(swap), ", memory.swap.max=%llu",
-                     (unsigned long long)s->u.cpuset.swap_max);
-        snprintf(buf, n, "cpus %s, mems %s%s", list ? list : "", mems ? mems : "", swap);
+        snprintf(buf, n, "cpus %s, mems %s", list ? list : "", mems ? mems : "");
         free(mems);
         break;
     }

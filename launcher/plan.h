@@ -99,13 +99,10 @@ struct plan_step {
             uint64_t swap_max; /* UINT64_MAX: "max" */
         } cgroup;
         struct {
-            char *dir;        /* the cgroup to make its child of */
-            const char *name; /* the profile's, for the child's name; borrowed */
-            bool v2;
+            char *dir;           /* the cgroup to make its child of */
+            const char *name;    /* the profile's, for the child's name; borrowed */
             hwloc_bitmap_t cpus; /* cpuset.cpus */
             hwloc_bitmap_t mems; /* cpuset.mems */
-            bool set_swap_max;   /* v2: the swap step's memory.swap.max, folded in here */
-            uint64_t swap_max;
         } cpuset;
         struct {
             const struct privs *pv; /* borrowed */

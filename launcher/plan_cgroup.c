@@ -180,39 +180,21 @@ void plan_add_swap_steps(struct ctx *c, const struct cgroup *cg)
 }
 
 /*
- * What holds the placement where tunerun may not make the cgroup: the
- * unit's AllowedCPUs= and AllowedMemoryNodes= (cgroup v2's cpuset, which
- * systemd has no v1 setting for), the container's --cpuset flags, or what
- * makes the cgroup tunerun's to write.
+ * What holds the placement where tunerun may not make the cgroup in
+ * cgroup v1's cpuset hierarchy (no unit owns one there): the container's
+ * --cpuset flags, or what makes the hierarchy tunerun's to write.
  */
-static char *cpuset_fix(const struct profile *p, const struct cgroup *cg, const char *cpus,
-                        const char *mems)
+static char *cpuset_fix(const struct cgroup *cg, const char *cpus, const char *mems)
 {
-    bool scope = strstr(cg->unit, ".scope") != NULL, service = cg->unit[0] && !scope;
     switch (cg->cs_owner) {
-    case CG_OWN_UNIT:
     case CG_OWN_READONLY:
-        if (service && cg->cs_v2)
-            return xasprintf("fix: AllowedCPUs=%s and AllowedMemoryNodes=%s in %s (systemctl edit "
-                             "%s; `tunerun systemd %s` prints the drop-in), or Delegate=yes%s, "
-                             "which lets tunerun make its own",
-                             cpus, mems, cg->unit, cg->unit, p->name,
-                             cg->cs_owner == CG_OWN_READONLY ? " and ProtectControlGroups=no" : "");
-        if (scope && cg->cs_v2 && !cg->container)
-            return xasprintf("fix: start it as a service with -p AllowedCPUs=%s -p "
-                             "AllowedMemoryNodes=%s (systemd-run, or a unit); %s is a scope",
-                             cpus, mems, cg->unit);
-        if (cg->container || cg->cs_owner == CG_OWN_READONLY)
-            return xasprintf("fix: docker run --cpuset-cpus=%s --cpuset-mems=%s (Kubernetes: "
-                             "the static CPU manager policy, with a Guaranteed pod)",
-                             cpus, mems);
-        return xasprintf("fix: Delegate=yes in %s, which lets tunerun make its own", cg->unit);
+        return xasprintf("fix: docker run --cpuset-cpus=%s --cpuset-mems=%s (Kubernetes: the "
+                         "static CPU manager policy, with a Guaranteed pod)",
+                         cpus, mems);
     case CG_OWN_DENIED:
         return xasprintf("fix: run tunerun as root, or in a cgroup delegated to this user "
                          "(systemd-run --user -p Delegate=yes)");
     default:
-        if (cg->cs_v2 && cg->cs_dir)
-            return xasprintf("fix: echo +cpuset > the parent cgroup's cgroup.subtree_control");
         return xasprintf("fix: mount the cpuset controller (mount -t cgroup -o cpuset cpuset "
                          "/sys/fs/cgroup/cpuset)");
     }
@@ -238,33 +220,6 @@ static hwloc_bitmap_t cpuset_mems(const struct ctx *c)
         if (c->t->nodes[i].has_memory)
             hwloc_bitmap_set(mems, c->t->nodes[i].os_index);
     return mems;
-}
-
-/*
- * On cgroup2 a process is in one cgroup for every controller, and the
- * launch's own cpuset child cannot sit under the swap child shared by a
- * profile's launches (that child, holding this process for a moment with
- * cpuset enabled below it, would be a thread root that takes no process
- * into its children): so the swap step's memory.swap.max moves into the
- * cpuset step, set in the launch's own child, and the swap step goes.
- */
-static void fold_swap_step(struct plan *pl)
-{
-    struct plan_step *cs = &pl->steps[pl->nsteps - 1], *sw = NULL;
-    for (size_t i = 0; i + 1 < pl->nsteps; i++)
-        if (pl->steps[i].type == STEP_CGROUP)
-            sw = &pl->steps[i];
-    if (!cs->u.cpuset.v2 || sw == NULL || !sw->u.cgroup.set_swap_max)
-        return;
-    cs->u.cpuset.set_swap_max = true;
-    cs->u.cpuset.swap_max = sw->u.cgroup.swap_max;
-    char *why = xasprintf("%s; and %s", cs->why, sw->why);
-    free(cs->why);
-    cs->why = why;
-    free(sw->why);
-    free(sw->u.cgroup.dir);
-    *sw = *cs; /* the swap step is the one just before: the cpuset step takes its place */
-    pl->nsteps--;
 }
 
 /*
@@ -313,7 +268,7 @@ void plan_add_cpuset_step(struct ctx *c, const struct cgroup *cg)
                       "docker run --cpuset-cpus=%s --cpuset-mems=%s) do",
                       cpus, ml, cpus, ml);
     } else if (cg->cs_owner != CG_OWN_HOST && cg->cs_owner != CG_OWN_DELEGATED) {
-        char *fix = cpuset_fix(p, cg, cpus, ml);
+        char *fix = cpuset_fix(cg, cpus, ml);
         plan_note_add(pl, whole ? NOTE_INFO : NOTE_WARN,
                       "cpuset: %s; nothing stops the service from setting its own affinity and "
                       "memory policy and leaving its placement (%s)",
@@ -329,11 +284,9 @@ void plan_add_cpuset_step(struct ctx *c, const struct cgroup *cg)
                       pool ? "; as a shared pool, its cpuset shrinks when it yields CPUs" : ""));
         s->u.cpuset.dir = xstrdup(cg->cs_dir);
         s->u.cpuset.name = p->name;
-        s->u.cpuset.v2 = cg->cs_v2;
         s->u.cpuset.cpus = hwloc_bitmap_dup(pl->cpus);
         s->u.cpuset.mems = mems;
         mems = NULL;
-        fold_swap_step(pl);
     }
     hwloc_bitmap_free(mems);
     free(cpus);
