@@ -200,6 +200,16 @@ static char *cpuset_fix(const struct cgroup *cg, const char *cpus, const char *m
     }
 }
 
+/* The nodes with memory that the process may use: all a cpuset may give it. */
+static hwloc_bitmap_t memory_nodes(const struct topo *t)
+{
+    hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
+    for (size_t i = 0; i < t->nnodes; i++)
+        if (t->nodes[i].has_memory)
+            hwloc_bitmap_set(nodes, t->nodes[i].os_index);
+    return nodes;
+}
+
 /*
  * The memory nodes the cpuset allows: where a bind or an interleave puts
  * pages, those nodes alone; a local or preferred policy falls back to
@@ -210,16 +220,10 @@ static char *cpuset_fix(const struct cgroup *cg, const char *cpus, const char *m
 static hwloc_bitmap_t cpuset_mems(const struct ctx *c)
 {
     const struct plan *pl = c->pl;
-    hwloc_bitmap_t mems = hwloc_bitmap_alloc();
     if ((pl->mpol == PLAN_MPOL_BIND || pl->mpol == PLAN_MPOL_INTERLEAVE) &&
-        !hwloc_bitmap_iszero(pl->mem_nodes)) {
-        hwloc_bitmap_copy(mems, pl->mem_nodes);
-        return mems;
-    }
-    for (size_t i = 0; i < c->t->nnodes; i++)
-        if (c->t->nodes[i].has_memory)
-            hwloc_bitmap_set(mems, c->t->nodes[i].os_index);
-    return mems;
+        !hwloc_bitmap_iszero(pl->mem_nodes))
+        return hwloc_bitmap_dup(pl->mem_nodes);
+    return memory_nodes(c->t);
 }
 
 /*
@@ -241,10 +245,7 @@ void plan_add_cpuset_step(struct ctx *c, const struct cgroup *cg)
         free(where);
         return;
     }
-    hwloc_bitmap_t mems = cpuset_mems(c), all = hwloc_bitmap_alloc();
-    for (size_t i = 0; i < c->t->nnodes; i++)
-        if (c->t->nodes[i].has_memory)
-            hwloc_bitmap_set(all, c->t->nodes[i].os_index);
+    hwloc_bitmap_t mems = cpuset_mems(c), all = memory_nodes(c->t);
     bool pool = c->pl->nsteps > 0 && pl->steps[0].type == STEP_CLAIM && pl->steps[0].u.claim.pool;
     bool whole = hwloc_bitmap_isequal(pl->cpus, c->t->cpus) && hwloc_bitmap_isequal(mems, all);
     hwloc_bitmap_free(all);
