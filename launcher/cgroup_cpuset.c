@@ -119,17 +119,18 @@ int cgroup_cpuset_set_cpus(const char *dir, const char *cpus, char **was)
     int dfd = cgroup_open_dir(dir), error;
     if (dfd < 0)
         return errno;
-    if (fstat(dfd, &st) < 0 || st.st_uid != geteuid()) {
-        error = st.st_uid != geteuid() ? EPERM : errno;
-        close(dfd);
-        return error;
+    if (fstat(dfd, &st) < 0)
+        error = errno;
+    else if (st.st_uid != geteuid())
+        error = EPERM;
+    else {
+        if (was) {
+            char *path = xasprintf("%s/cpuset.cpus", dir), line[4096];
+            *was = read_line_file(path, line, sizeof(line)) ? xstrdup(line) : NULL;
+            free(path);
+        }
+        error = cgroup_write_at(dfd, "cpuset.cpus", cpus);
     }
-    if (was) {
-        char *path = xasprintf("%s/cpuset.cpus", dir), line[4096];
-        *was = read_line_file(path, line, sizeof(line)) ? xstrdup(line) : NULL;
-        free(path);
-    }
-    error = cgroup_write_at(dfd, "cpuset.cpus", cpus);
     close(dfd);
     return error;
 }
