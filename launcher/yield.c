@@ -148,25 +148,22 @@ int yield_take(struct yield *y, const struct plan *pl, struct registry *reg)
         char *gives = bitmap_list(s->gives), *keeps = bitmap_list(s->cpus);
         size_t moved = 0, seen = 0;
         int f = 0;
+        struct pid_list holders = {NULL, 0}; /* the last pass's: what the cpusets are found by */
         for (int pass = 0; pass < SHRINK_PASSES && f == 0; pass++) {
-            struct pid_list holders;
             size_t was = moved;
+            pid_list_free(&holders);
             /* the table's pid only where it cannot be told to hold no claim file */
             registry_holders(reg, k, 1, false, &holders);
             seen = holders.n > seen ? holders.n : seen;
             for (size_t h = 0; h < holders.n; h++)
                 f += shrink_process(holders.v[h], i, s->gives, s->cpus, k->profile, y, &moved,
                                     pass == 0);
-            pid_list_free(&holders);
             if (moved == was)
                 break;
         }
-        if (f == 0 && seen > 0) {
-            struct pid_list holders;
-            registry_holders(reg, k, 1, false, &holders);
+        if (f == 0 && seen > 0)
             f += shrink_cpusets(y, i, &holders, keeps, k->profile);
-            pid_list_free(&holders);
-        }
+        pid_list_free(&holders);
         if (seen == 0 && registry_pid_alive(reg, k)) {
             log_warn("%s: its process %ld holds no claim file (a daemon that closed its files, "
                      "or a line not of tunerun's), and only a process holding one is moved, so "
