@@ -138,18 +138,28 @@ static void apply_cgroup(struct launch_state *ls, const struct plan_step *s, str
     step_result_set(r, STEP_OK, 0, "%s in %s", value, cgroup_entered());
 }
 
-/* The launch's own cpuset cgroup (cgroup v1's hierarchy: plan_cgroup.c plans no other). */
+/* The launch's own cpuset cgroup: v1's hierarchy, or cgroup2 with the swap limit in it. */
 static void apply_cpuset(const struct plan_step *s, struct step_result *r)
 {
     struct err e;
     char *cpus = bitmap_list(s->u.cpuset.cpus), *mems = bitmap_list(s->u.cpuset.mems);
-    if (cgroup_cpuset_enter(s->u.cpuset.dir, s->u.cpuset.name, cpus, mems, &e)) {
-        step_result_set(r, STEP_OK, 0, "cpus %s, mems %s in %s", cpus, mems,
-                        cgroup_cpuset_entered());
+    char swap[32];
+    if (s->u.cpuset.swap_max == UINT64_MAX)
+        snprintf(swap, sizeof(swap), "max");
+    else
+        snprintf(swap, sizeof(swap), "%llu", (unsigned long long)s->u.cpuset.swap_max);
+    if (cgroup_cpuset_enter(s->u.cpuset.dir, s->u.cpuset.v2, s->u.cpuset.name, cpus, mems,
+                            s->u.cpuset.set_swap_max ? swap : NULL, &e)) {
+        step_result_set(r, STEP_OK, 0, "cpus %s, mems %s%s%s in %s", cpus, mems,
+                        s->u.cpuset.set_swap_max ? ", memory.swap.max " : "",
+                        s->u.cpuset.set_swap_max ? swap : "", cgroup_cpuset_entered());
     } else {
         step_result_set(r, STEP_FAILED, e.code, "%s", e.msg);
-        r->costs = "; the service can set its own affinity and memory policy and leave its "
-                   "placement (--strict refuses)";
+        r->costs = s->u.cpuset.set_swap_max
+                       ? "; the service can set its own affinity and memory policy and leave its "
+                         "placement, and its swap limit is not set (--strict refuses)"
+                       : "; the service can set its own affinity and memory policy and leave its "
+                         "placement (--strict refuses)";
     }
     free(cpus);
     free(mems);

@@ -503,19 +503,31 @@ static enum cg_owner owner_of(const struct cgroup *cg, const char *dir, bool ro,
 
 /*
  * The cgroup enforcement makes the service's own cpuset child in, and
- * whether it may: cgroup v1's cpuset hierarchy. systemd manages no v1
- * cpuset, so a unit's processes sit in that hierarchy's root, and a
- * writable one there is the host's to use. On cgroup2 tunerun makes none
- * yet (cgroup_cpuset.c): cs_v2 says so, and nothing more is read.
+ * whether it may. On cgroup2 that is the process's one cgroup, as for the
+ * swap policy (a unit's, a container's and a delegation's rules are the
+ * same), which must also offer the cpuset controller: its parent enabled
+ * it. In cgroup v1's cpuset hierarchy systemd manages nothing, so a unit's
+ * processes sit in its root, and a writable one there is the host's to use.
  */
 static void detect_cpuset(struct cgroup *cg)
 {
     cg->cs_known = true;
     cg->cs_owner = CG_OWN_MISSING;
     cg->cs_v2 = cg->v2;
-    if (cg->mode == CG_NONE || cg->v2) {
-        snprintf(cg->cs_why, sizeof(cg->cs_why), "%s",
-                 cg->v2 ? "tunerun makes no cpuset cgroup on cgroup v2 yet" : cg->why);
+    if (cg->mode == CG_NONE || (cg->v2 && cg->dir == NULL)) {
+        snprintf(cg->cs_why, sizeof(cg->cs_why), "%s", cg->why);
+        return;
+    }
+    if (cg->v2) {
+        cg->cs_dir = xstrdup(cg->dir);
+        cg->cs_owner = owner_of(cg, cg->cs_dir, false, cg->cs_why, sizeof(cg->cs_why));
+        if (cgroup_writable_as(cg->cs_owner) && !offers(cg->cs_dir, "cpuset")) {
+            cg->cs_owner = CG_OWN_MISSING;
+            snprintf(cg->cs_why, sizeof(cg->cs_why),
+                     "the cpuset controller is not enabled for %s (its parent's "
+                     "cgroup.subtree_control lacks +cpuset)",
+                     cg->path);
+        }
         return;
     }
     char *point = NULL, *root = NULL, *path = own_path("cpuset");

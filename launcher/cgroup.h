@@ -48,8 +48,8 @@ struct cgroup {
     /*
      * The cpuset controller's cgroup of this process, where enforcement
      * makes the service's own child (cgroup_cpuset.c): cgroup v1's cpuset
-     * hierarchy; on cgroup2 none is made yet (cs_v2, cs_dir NULL). Looked
-     * up only when cgroup_detect() is asked to.
+     * hierarchy, or on cgroup2 (cs_v2) the process's one cgroup, dir.
+     * Looked up only when cgroup_detect() is asked to.
      */
     bool cs_known;
     bool cs_v2;
@@ -72,9 +72,14 @@ extern const char *const container_marks[2];
 bool cgroup_in_container(void);
 void cgroup_free(struct cgroup *cg);
 
+static inline bool cgroup_writable_as(enum cg_owner owner)
+{
+    return owner == CG_OWN_HOST || owner == CG_OWN_DELEGATED;
+}
+
 static inline bool cgroup_writable(const struct cgroup *cg)
 {
-    return cg->owner == CG_OWN_HOST || cg->owner == CG_OWN_DELEGATED;
+    return cgroup_writable_as(cg->owner);
 }
 
 /*
@@ -130,14 +135,17 @@ void cgroup_leave(void);
 /* ---- the service's own cpuset (cgroup_cpuset.c) ---------------------------- */
 
 /*
- * Make DIR/tunerun.NAME.PID, this launch's own cpuset cgroup in cgroup
- * v1's cpuset hierarchy, give it cpus and mems (lists as the kernel writes
- * them), and move this process in. On failure nothing this launch made is
- * left behind and e says why. The empty tunerun.* children of DIR a
- * minute old are removed.
+ * Make DIR/tunerun.NAME.PID, this launch's own cpuset cgroup, give it
+ * cpus and mems (lists as the kernel writes them), and move this process
+ * in: in cgroup v1's cpuset hierarchy, or on cgroup2 (v2) in the process's
+ * cgroup, whose cpuset (and memory, for swap_max) controller it enables
+ * for its children. swap_max, unless NULL, is the child's memory.swap.max
+ * (v2 only). On failure nothing this launch made or enabled is left
+ * behind and e says why. The empty tunerun.* children of DIR a minute old
+ * are removed.
  */
-bool cgroup_cpuset_enter(const char *dir, const char *name, const char *cpus, const char *mems,
-                         struct err *e);
+bool cgroup_cpuset_enter(const char *dir, bool v2, const char *name, const char *cpus,
+                         const char *mems, const char *swap_max, struct err *e);
 /* The child cgroup_cpuset_enter() moved this process into; NULL before, or after a leave. */
 const char *cgroup_cpuset_entered(void);
 /* Move back out and remove it: a launch refused after all. */

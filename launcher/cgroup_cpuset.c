@@ -12,19 +12,30 @@
  * must shrink alone when it yields CPUs to a service placed later. Empty
  * ones a minute old are removed by the next launch that makes one.
  *
- * Only cgroup v1's cpuset hierarchy, for now (plan_cgroup.c). On cgroup2 a
- * process is in one cgroup for every controller: the child cannot sit
- * under the swap policy's shared child (which, holding this process for a
- * moment with cpuset enabled below it, becomes a thread root that takes no
- * process into its children), so it would have to carry the swap limit
- * itself, with this process moved in before its parent enables +cpuset
- * and +memory. That was tried, and a launch refused at its exec left its
- * child behind in the VM suite: it waits until that is understood.
+ * On cgroup v1 the child is made in the cpuset hierarchy, its sets written
+ * before the move (a v1 cpuset with no mems takes no task). On cgroup2 a
+ * process is in one cgroup for every controller, and the rules differ:
+ *
+ *  - The child is made in the process's cgroup, and the cpuset controller
+ *    reaches it only through that cgroup's cgroup.subtree_control, which a
+ *    cgroup with processes may not enable below the root (the "no internal
+ *    processes" rule). So this process moves in first, then the parent
+ *    enables +cpuset, then the child's sets are written.
+ *  - The swap policy's shared child cannot hold this one below it, for the
+ *    same rule: a profile's swap limit goes into this child instead
+ *    (plan_cgroup.c folds the swap step into this one), with +memory.
+ *  - A failed launch takes back what it enabled before it moves back, as a
+ *    parent with a controller enabled for its children takes no process.
+ *    Only what was surely off, and never at the root, whose children are
+ *    every other service's. Another launch in the same cgroup at the same
+ *    moment (two in one delegated unit) could see its child lose the
+ *    controller then; a unit runs one tunerun, and a host's root is exempt.
  */
 #include "cgroup.h"
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +45,9 @@
 
 static char *entered, *left_from; /* the child, and where this process was before it */
 static bool created;              /* this launch made `entered` (a leave removes only that) */
+static bool left_v2;              /* on cgroup2 */
+/* the controllers this launch enabled in left_from's cgroup.subtree_control (v2) */
+static bool enabled_cpuset, enabled_memory;
 
 const char *cgroup_cpuset_entered(void)
 {
@@ -41,53 +55,153 @@ const char *cgroup_cpuset_entered(void)
 }
 
 /*
- * The child made (or, left by a process that had this pid before, found
- * and checked to be this user's), its sets written, mems first (a v1
- * cpuset with no mems takes no task), then the move.
+ * v2: a controller enabled in the cgroup open at pfd for its children,
+ * unless it is already. *ours says whether this launch may take it back:
+ * it was surely off, and the cgroup is not the root (which has no
+ * cgroup.type).
  */
-static int enter_once(const char *child, const char *cpus, const char *mems, const char **step)
+static int enable(int pfd, const char *controller, bool *ours)
 {
-    struct stat st;
-    *step = "mkdir";
-    created = mkdir(child, 0755) == 0;
-    if (!created && errno != EEXIST)
-        return errno;
-    int cfd = cgroup_open_dir(child), error;
-    if (cfd < 0)
-        return errno == ELOOP ? ENOTDIR : errno;
-    if (fstat(cfd, &st) < 0) {
-        error = errno;
-    } else if (st.st_uid != geteuid()) { /* someone else's: they could widen it */
-        *step = "owner";
-        error = EPERM;
-    } else if ((error = cgroup_write_at(cfd, *step = "cpuset.mems", mems)) == 0 &&
-               (error = cgroup_write_at(cfd, *step = "cpuset.cpus", cpus)) == 0) {
-        *step = "tasks";
-        error = cgroup_move_self_at(cfd, false);
+    char ctl[1024], word[32];
+    int fd = openat(pfd, "cgroup.subtree_control", O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd < 0 ? -1 : read(fd, ctl, sizeof(ctl) - 1);
+    if (fd >= 0)
+        close(fd);
+    if (got >= 0) {
+        ctl[got] = '\0';
+        ctl[strcspn(ctl, "\n")] = '\0';
+        if (cgroup_has_word(ctl, controller, ' '))
+            return 0;
     }
-    close(cfd);
+    snprintf(word, sizeof(word), "+%s", controller);
+    int error = cgroup_write_at(pfd, "cgroup.subtree_control", word);
+    *ours = error == 0 && got >= 0 && faccessat(pfd, "cgroup.type", F_OK, 0) == 0;
     return error;
 }
 
-bool cgroup_cpuset_enter(const char *dir, const char *name, const char *cpus, const char *mems,
-                         struct err *e)
+/* v2: what enable() turned on, off again, memory first (the order it went on). */
+static void disable(int pfd)
 {
-    const char *step = "";
-    char *child = xasprintf("%s/tunerun.%s.%ld", dir, name, (long)getpid());
+    if (enabled_memory && cgroup_write_at(pfd, "cgroup.subtree_control", "-memory") == 0)
+        enabled_memory = false;
+    if (enabled_cpuset && cgroup_write_at(pfd, "cgroup.subtree_control", "-cpuset") == 0)
+        enabled_cpuset = false;
+}
+
+/*
+ * The sets (and on v2 the swap limit) written in the child open at cfd
+ * and this process moved in, in the order each version needs (above).
+ */
+static int fill_and_enter(int pfd, int cfd, bool v2, const char *cpus, const char *mems,
+                          const char *swap_max, const char **step, const char **in)
+{
+    int error;
+    if (!v2) {
+        if ((error = cgroup_write_at(cfd, *step = "cpuset.mems", mems)) == 0 &&
+            (error = cgroup_write_at(cfd, *step = "cpuset.cpus", cpus)) == 0) {
+            *step = "tasks";
+            error = cgroup_move_self_at(cfd, false);
+        }
+        return error;
+    }
+    *step = "cgroup.procs";
+    if ((error = cgroup_move_self_at(cfd, true)) != 0)
+        return error;
+    *step = "cgroup.subtree_control";
+    *in = left_from;
+    if ((error = enable(pfd, "cpuset", &enabled_cpuset)) != 0 ||
+        (swap_max && (error = enable(pfd, "memory", &enabled_memory)) != 0))
+        return error;
+    *in = entered;
+    if ((error = cgroup_write_at(cfd, *step = "cpuset.cpus", cpus)) == 0 &&
+        (error = cgroup_write_at(cfd, *step = "cpuset.mems", mems)) == 0 && swap_max)
+        error = cgroup_write_at(cfd, *step = "memory.swap.max", swap_max);
+    return error;
+}
+
+/*
+ * The child made (or, left by a process that had this pid before, found
+ * and checked to be this user's: whoever owns it could widen it), filled
+ * and entered.
+ */
+static int enter_once(bool v2, const char *cpus, const char *mems, const char *swap_max,
+                      const char **step, const char **in)
+{
+    struct stat st;
+    *step = "mkdir";
+    *in = entered;
+    created = mkdir(entered, 0755) == 0;
+    if (!created && errno != EEXIST)
+        return errno;
+    int pfd = cgroup_open_dir(left_from), cfd = cgroup_open_dir(entered), error;
+    if (pfd < 0 || cfd < 0)
+        error = errno == ELOOP ? ENOTDIR : errno;
+    else if (fstat(cfd, &st) < 0)
+        error = errno;
+    else if (st.st_uid != geteuid()) {
+        *step = "owner";
+        error = EPERM;
+    } else
+        error = fill_and_enter(pfd, cfd, v2, cpus, mems, swap_max, step, in);
+    if (pfd >= 0)
+        close(pfd);
+    if (cfd >= 0)
+        close(cfd);
+    return error;
+}
+
+/*
+ * Back to the parent, and the child removed if this launch made it: on v2
+ * only once what it enabled there is off again. False when this process
+ * stays in the child.
+ */
+static bool go_back(void)
+{
+    int pfd = cgroup_open_dir(left_from);
+    bool back = false;
+    if (pfd >= 0) {
+        if (left_v2)
+            disable(pfd);
+        back = !cgroup_lists_self(entered) || cgroup_move_self_at(pfd, left_v2) == 0;
+        close(pfd);
+    }
+    if (back && created)
+        rmdir(entered);
+    return back;
+}
+
+static void forget(void)
+{
+    free(entered);
+    free(left_from);
+    entered = left_from = NULL;
+    enabled_cpuset = enabled_memory = false;
+}
+
+bool cgroup_cpuset_enter(const char *dir, bool v2, const char *name, const char *cpus,
+                         const char *mems, const char *swap_max, struct err *e)
+{
+    const char *step = "", *in = NULL;
+    entered = xasprintf("%s/tunerun.%s.%ld", dir, name, (long)getpid());
+    left_from = xstrdup(dir);
+    left_v2 = v2;
     int error = ENAMETOOLONG;
-    if (strlen(child) < PATH_MAX)
-        error = enter_once(child, cpus, mems, &step);
+    if (strlen(entered) < PATH_MAX)
+        error = enter_once(v2, cpus, mems, swap_max, &step, &in);
     if (error != 0) {
-        err_errno(e, error, "%s: %s: %s%s", child, step, strerror(error),
-                  error == EINVAL && step[0] == 'c' ? " (outside what its parent's cpuset allows?)"
-                                                    : "");
-        if (created)
-            rmdir(child);
-        free(child);
+        bool back = go_back();
+        err_errno(
+            e, error, "%s: %s: %s%s%s", in ? in : entered, step, strerror(error),
+            error == EINVAL && step[0] == 'c' && step[1] == 'p'
+                ? " (outside what its parent's cpuset allows?)"
+            : error == EBUSY && v2
+                ? " (other processes share this cgroup: cgroup v2 lets a cgroup with processes "
+                  "enable no controller for its children)"
+                : "",
+            back ? "" : "; still in the child: its parent takes no process back");
+        forget();
         return false;
     }
-    entered = child;
-    left_from = xstrdup(dir);
     cgroup_sweep(dir); /* each launch makes one: the ended services' go */
     return true;
 }
@@ -96,16 +210,8 @@ void cgroup_cpuset_leave(void)
 {
     if (entered == NULL)
         return;
-    int pfd = cgroup_open_dir(left_from);
-    if (pfd >= 0) {
-        cgroup_move_self_at(pfd, false);
-        close(pfd);
-    }
-    if (created)
-        rmdir(entered);
-    free(entered);
-    free(left_from);
-    entered = left_from = NULL;
+    go_back();
+    forget();
 }
 
 /*

@@ -152,7 +152,13 @@ void plan_step_value(const struct plan *pl, const struct plan_step *s, char *buf
     case STEP_CPUSET: {
         char *mems = bitmap_list(s->u.cpuset.mems);
         list = bitmap_list(s->u.cpuset.cpus);
-        snprintf(buf, n, "cpus %s, mems %s", list ? list : "", mems ? mems : "");
+        int w = snprintf(buf, n, "cpus %s, mems %s", list ? list : "", mems ? mems : "");
+        if (s->u.cpuset.set_swap_max && w > 0 && (size_t)w < n &&
+            s->u.cpuset.swap_max == UINT64_MAX)
+            snprintf(buf + w, n - (size_t)w, ", memory.swap.max=max");
+        else if (s->u.cpuset.set_swap_max && w > 0 && (size_t)w < n)
+            snprintf(buf + w, n - (size_t)w, ", memory.swap.max=%llu",
+                     (unsigned long long)s->u.cpuset.swap_max);
         free(mems);
         break;
     }

@@ -103,6 +103,9 @@ struct plan_step {
             const char *name;    /* the profile's, for the child's name; borrowed */
             hwloc_bitmap_t cpus; /* cpuset.cpus */
             hwloc_bitmap_t mems; /* cpuset.mems */
+            bool v2;             /* cgroup2: the child also holds the swap limit */
+            bool set_swap_max;   /* v2: memory.swap.max, folded from the swap step */
+            uint64_t swap_max;   /* UINT64_MAX: "max" */
         } cpuset;
         struct {
             const struct privs *pv; /* borrowed */

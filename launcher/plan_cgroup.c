@@ -180,14 +180,30 @@ void plan_add_swap_steps(struct ctx *c, const struct cgroup *cg)
 }
 
 /*
- * What holds the placement where tunerun may not make the cgroup in
- * cgroup v1's cpuset hierarchy (no unit owns one there): the container's
- * --cpuset flags, or what makes the hierarchy tunerun's to write.
+ * What holds the placement where tunerun may not make the cgroup: on
+ * cgroup v2 the unit's AllowedCPUs= and AllowedMemoryNodes= (or the
+ * Delegate=yes that lets tunerun make it), the container's --cpuset flags,
+ * or what makes the cgroup tunerun's to write. In v1's cpuset hierarchy no
+ * unit owns a cgroup, so only the last two apply there.
  */
 static char *cpuset_fix(const struct cgroup *cg, const char *cpus, const char *mems)
 {
+    bool scope = strstr(cg->unit, ".scope") != NULL;
     switch (cg->cs_owner) {
+    case CG_OWN_UNIT:
+        if (scope)
+            return xasprintf("fix: start it as a service, with systemd-run -p AllowedCPUs=%s -p "
+                             "AllowedMemoryNodes=%s, or -p Delegate=yes; %s is a scope",
+                             cpus, mems, cg->unit);
+        return xasprintf("fix: Delegate=yes in %s, which lets tunerun make the service's own "
+                         "cgroup; or AllowedCPUs=%s and AllowedMemoryNodes=%s there (systemctl "
+                         "edit %s)",
+                         cg->unit, cpus, mems, cg->unit);
     case CG_OWN_READONLY:
+        if (cg->unit[0] && !scope)
+            return xasprintf("fix: AllowedCPUs=%s and AllowedMemoryNodes=%s in %s (systemctl edit "
+                             "%s)",
+                             cpus, mems, cg->unit, cg->unit);
         return xasprintf("fix: docker run --cpuset-cpus=%s --cpuset-mems=%s (Kubernetes: the "
                          "static CPU manager policy, with a Guaranteed pod)",
                          cpus, mems);
@@ -195,6 +211,8 @@ static char *cpuset_fix(const struct cgroup *cg, const char *cpus, const char *m
         return xasprintf("fix: run tunerun as root, or in a cgroup delegated to this user "
                          "(systemd-run --user -p Delegate=yes)");
     default:
+        if (cg->cs_v2)
+            return xasprintf("fix: echo +cpuset > the parent cgroup's cgroup.subtree_control");
         return xasprintf("fix: mount the cpuset controller (mount -t cgroup -o cpuset cpuset "
                          "/sys/fs/cgroup/cpuset)");
     }
@@ -257,17 +275,6 @@ void plan_add_cpuset_step(struct ctx *c, const struct cgroup *cg)
     } else if (cg == NULL || !cg->cs_known) {
         plan_note_add(pl, NOTE_INFO,
                       "cpuset: the cgroup of another machine is not known; not planned");
-    } else if (cg->cs_v2) {
-        /*
-         * Held back on cgroup v2: in the VM suite a launch refused at its
-         * exec left its child behind there, which a launch must never do.
-         * Until that is found, the unit's or the runtime's settings do it.
-         */
-        plan_note_add(pl, NOTE_INFO,
-                      "cpuset: on cgroup v2 tunerun does not make the cgroup that holds the "
-                      "placement yet; AllowedCPUs=%s and AllowedMemoryNodes=%s in the unit (or "
-                      "docker run --cpuset-cpus=%s --cpuset-mems=%s) do",
-                      cpus, ml, cpus, ml);
     } else if (cg->cs_owner != CG_OWN_HOST && cg->cs_owner != CG_OWN_DELEGATED) {
         char *fix = cpuset_fix(cg, cpus, ml);
         plan_note_add(pl, whole ? NOTE_INFO : NOTE_WARN,
@@ -276,17 +283,34 @@ void plan_add_cpuset_step(struct ctx *c, const struct cgroup *cg)
                       cg->cs_why, fix);
         free(fix);
     } else {
+        /*
+         * On cgroup2 a process is in one cgroup for every controller, and
+         * the swap step's shared child cannot hold this launch's own below
+         * it (a cgroup with processes gives its children no controller):
+         * the swap limit moves into this step's child instead.
+         */
+        struct plan_step folded = {0};
+        if (cg->cs_v2 && pl->nsteps > 0 && pl->steps[pl->nsteps - 1].type == STEP_CGROUP) {
+            folded = pl->steps[--pl->nsteps];
+            free(folded.u.cgroup.dir);
+        }
         struct plan_step *s = plan_add_step(
             pl, STEP_CPUSET,
             xasprintf("a cpuset cgroup of its own holds it to cpus %s and memory nodes %s: the "
                       "kernel clamps any affinity or memory policy it sets later, as nginx's "
-                      "worker_cpu_affinity does (enforce, %s)%s",
+                      "worker_cpu_affinity does (enforce, %s)%s%s%s",
                       cpus, ml, where,
-                      pool ? "; as a shared pool, its cpuset shrinks when it yields CPUs" : ""));
+                      pool ? "; as a shared pool, its cpuset shrinks when it yields CPUs" : "",
+                      folded.why ? "; on cgroup v2 the same cgroup holds its swap policy: " : "",
+                      folded.why ? folded.why : ""));
+        free(folded.why);
         s->u.cpuset.dir = xstrdup(cg->cs_dir);
         s->u.cpuset.name = p->name;
         s->u.cpuset.cpus = hwloc_bitmap_dup(pl->cpus);
         s->u.cpuset.mems = mems;
+        s->u.cpuset.v2 = cg->cs_v2;
+        s->u.cpuset.set_swap_max = folded.type == STEP_CGROUP && folded.u.cgroup.set_swap_max;
+        s->u.cpuset.swap_max = folded.u.cgroup.swap_max;
         mems = NULL;
     }
     hwloc_bitmap_free(mems);

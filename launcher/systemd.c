@@ -244,21 +244,22 @@ static void put_unit_settings(FILE *f, const struct profile *p, bool cgroup_v2)
 }
 
 /*
- * enforce: the placement held by a cpuset. On cgroup v2 tunerun does not
- * make that cgroup yet (plan_cgroup.c), so the unit pins itself, with the
- * lists `tunerun plan` shows for the host as it is now. On v1 systemd
- * manages no cpuset, and tunerun makes its own in the cpuset hierarchy.
+ * enforce: the placement held by a cpuset. On cgroup v2 tunerun makes it
+ * under the unit's own cgroup, which the unit must delegate (on v1
+ * swappiness already asked for that, or not: systemd manages no v1
+ * cpuset, and tunerun makes its own in the cpuset hierarchy).
  */
 static void put_cpuset(FILE *f, const struct profile *p, bool cgroup_v2)
 {
     if (!p->placement.enforce || !cgroup_v2)
         return;
     fprintf(f,
-            "# enforce: a cpuset holds the service to its placement, so that nothing it runs\n"
-            "# can set a wider affinity or memory policy. On cgroup v2 the unit sets it:\n"
-            "# the lists `tunerun plan %s` shows, as\n"
-            "#AllowedCPUs=\n"
-            "#AllowedMemoryNodes=\n",
+            "# enforce: tunerun gives the service a cpuset cgroup of its own under the unit's,\n"
+            "# so that nothing it runs can set a wider affinity or memory policy, and a shared\n"
+            "# pool's shrinks when it yields CPUs. It may make that cgroup only when the unit\n"
+            "# delegates its cgroup. Without Delegate=, AllowedCPUs= and AllowedMemoryNodes=\n"
+            "# with the lists `tunerun plan %s` shows hold it instead, fixed at those lists.\n"
+            "Delegate=yes\n",
             p->name);
 }
 

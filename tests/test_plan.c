@@ -1460,6 +1460,119 @@ static void test_swap_policy(void **state)
 }
 
 /*
+ * Enforcement: a service placed on one of two nodes gets a cpuset cgroup of
+ * its own where tunerun may write one, on v1 and on v2; on v2 the swap
+ * limit goes into that same cgroup. Where it may not, the warning names
+ * the fix for that place.
+ */
+static void test_cpuset_step(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("synthetic:pack:2 numa:1 core:2 pu:1");
+    struct profile redis = load_profile("redis", NULL);
+    struct cgroup v1 = {.mode = CG_HYBRID,
+                        .owner = CG_OWN_HOST,
+                        .dir = "/sys/fs/cgroup/memory/x",
+                        .cs_known = true,
+                        .cs_owner = CG_OWN_HOST,
+                        .cs_dir = "/sys/fs/cgroup/cpuset"};
+    struct cgroup v2 = {.mode = CG_UNIFIED,
+                        .v2 = true,
+                        .owner = CG_OWN_HOST,
+                        .dir = "/sys/fs/cgroup/x",
+                        .cs_known = true,
+                        .cs_v2 = true,
+                        .cs_owner = CG_OWN_HOST,
+                        .cs_dir = "/sys/fs/cgroup/x"};
+    struct err e;
+    struct plan pl;
+    struct plan_input in = {.profile = &redis, .topo = &t, .cgroup = &v1};
+
+    /* v1: the cpuset hierarchy, apart from the memory cgroup; no swap limit there */
+    assert_true(plan_build(&pl, &in, &e));
+    const struct plan_step *s = find_step(&pl, STEP_CPUSET);
+    assert_non_null(s);
+    assert_false(s->u.cpuset.v2);
+    assert_false(s->u.cpuset.set_swap_max);
+    assert_string_equal(s->u.cpuset.dir, "/sys/fs/cgroup/cpuset");
+    assert_true(hwloc_bitmap_isequal(s->u.cpuset.cpus, pl.cpus));
+    assert_false(pl.degraded);
+    plan_free(&pl);
+
+    /* v2: one cgroup, which holds redis's memory.swap.max = 0 too: no swap step of its own */
+    in.cgroup = &v2;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_null(find_step(&pl, STEP_CGROUP));
+    s = find_step(&pl, STEP_CPUSET);
+    assert_non_null(s);
+    assert_true(s->u.cpuset.v2);
+    assert_true(s->u.cpuset.set_swap_max);
+    assert_int_equal(s->u.cpuset.swap_max, 0);
+    assert_string_equal(s->u.cpuset.dir, "/sys/fs/cgroup/x");
+    assert_non_null(strstr(s->why, "the same cgroup holds its swap policy: no swap for it"));
+    char value[256];
+    plan_step_value(&pl, s, value, sizeof(value));
+    assert_non_null(strstr(value, ", memory.swap.max=0"));
+    assert_false(pl.degraded);
+    plan_free(&pl);
+
+    /* enforce = no: the swap step stays as it was */
+    struct profile loose =
+        load_profile("redis", (const char *const[]){"placement.enforce=no", NULL});
+    in.profile = &loose;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_null(find_step(&pl, STEP_CPUSET));
+    assert_non_null(find_step(&pl, STEP_CGROUP));
+    assert_non_null(note_with(&pl, NOTE_INFO, "cpuset: not enforced (enforce = no"));
+    plan_free(&pl);
+    in.profile = &redis;
+
+    /* a unit without Delegate=yes: nothing made, and the fix is the unit's */
+    struct cgroup unit = v2;
+    unit.owner = unit.cs_owner = CG_OWN_UNIT;
+    snprintf(unit.unit, sizeof(unit.unit), "redis-server.service");
+    snprintf(unit.cs_why, sizeof(unit.cs_why), "redis-server.service's cgroup belongs to systemd");
+    in.cgroup = &unit;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_null(find_step(&pl, STEP_CPUSET));
+    assert_true(pl.degraded);
+    const char *w = note_with(&pl, NOTE_WARN, "cpuset: redis-server.service's cgroup belongs");
+    assert_non_null(w);
+    assert_non_null(strstr(w, "fix: Delegate=yes in redis-server.service"));
+    assert_non_null(strstr(w, "AllowedCPUs="));
+    assert_non_null(strstr(w, "AllowedMemoryNodes=0"));
+    plan_free(&pl);
+    /* a scope (a login session): start it as a service */
+    snprintf(unit.unit, sizeof(unit.unit), "session-3.scope");
+    assert_true(plan_build(&pl, &in, &e));
+    assert_non_null(note_with(&pl, NOTE_WARN,
+                              "fix: start it as a service, with systemd-run -p "
+                              "AllowedCPUs="));
+    plan_free(&pl);
+    /* a container's read-only cgroupfs: docker's flags */
+    struct cgroup box = v2;
+    box.owner = box.cs_owner = CG_OWN_READONLY;
+    box.container = true;
+    in.cgroup = &box;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_non_null(note_with(&pl, NOTE_WARN, "fix: docker run --cpuset-cpus="));
+    plan_free(&pl);
+    /* v2 with no cpuset controller offered here: the parent's subtree_control */
+    struct cgroup bare = v2;
+    bare.cs_owner = CG_OWN_MISSING;
+    in.cgroup = &bare;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_non_null(note_with(&pl, NOTE_WARN, "fix: echo +cpuset > the parent cgroup's"));
+    /* the swap step stays: the memory controller is there */
+    assert_non_null(find_step(&pl, STEP_CGROUP));
+    plan_free(&pl);
+
+    profile_free(&loose);
+    profile_free(&redis);
+    topo_free(&t);
+}
+
+/*
  * nodes = 2 on the CoD machine, whose pairs 0-1 and 2-3 are 21 apart and
  * every other pair 31: the closest pair that no service it keeps apart
  * from holds, round trips counted both ways, then memory of its own, then
@@ -2380,6 +2493,7 @@ int main(void)
         cmocka_unit_test(test_counts_spread_over_held_cpus),
         cmocka_unit_test(test_pool_restart_note),
         cmocka_unit_test(test_swap_policy),
+        cmocka_unit_test(test_cpuset_step),
         cmocka_unit_test(test_reasons_fit_any_profile),
         cmocka_unit_test(test_one_is_singular),
         cmocka_unit_test(test_pool_keeps_a_slow_core),
