@@ -277,4 +277,10 @@ for _p in ("redis", "nginx", "mariadb", "postgresql", "memcached", "haproxy"):
 CGROUP_WRITABLE = False
 CGROUP_CHILD = {}
 OWN_CGROUP = memory_cgroup(os.getpid())
+# where each launch makes its own cpuset cgroup: v1's cpuset hierarchy, or the cgroup2 one
+if os.path.isdir("/sys/fs/cgroup/cpuset"):
+    with open("/proc/self/cpuset") as f:
+        OWN_CPUSET_DIR = "/sys/fs/cgroup/cpuset" + f.read().strip().rstrip("/")
+else:
+    OWN_CPUSET_DIR = "/sys/fs/cgroup" + (OWN_CGROUP or "").rstrip("/")
 OWN_MEMS = status(os.getpid(), "Mems_allowed_list")
