@@ -169,7 +169,10 @@ int cgroup_write_at(int dfd, const char *file, const char *value);
 int cgroup_open_dir(const char *dir);
 /* This process moved into the cgroup open at dfd (v1: this thread alone, see there). */
 int cgroup_move_self_at(int dfd, bool v2);
-/* Empty tunerun.* children of dir more than a minute old, removed. */
+/*
+ * Empty tunerun.* children of dir, removed: a launch's own cpuset cgroup
+ * once its pid is gone, a swap policy's child once a minute old.
+ */
 void cgroup_sweep(const char *dir);
 
 /* Whether word is one of list's, separated by sep (a controller, a mount option). */

@@ -11,10 +11,12 @@
 #include "cgroup.h"
 #include "util.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,8 +93,33 @@ static int move_self(const char *dir, bool v2)
 }
 
 /*
- * Empty tunerun.* children of dir that services before this one left,
- * a minute old: rmdir keeps any in use, and this launch's own is new.
+ * The pid a child's name ends in: a launch's own cpuset cgroup,
+ * tunerun.NAME.PID, named by the launch, whose service kept its pid. 0
+ * for a swap policy's child (tunerun.mysql.swappiness-1).
+ */
+static long named_pid(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    char *end;
+    if (dot == NULL || !isdigit((unsigned char)dot[1]))
+        return 0;
+    errno = 0;
+    long pid = strtol(dot + 1, &end, 10);
+    return *end == '\0' && errno == 0 && pid > 0 && pid <= INT_MAX ? pid : 0;
+}
+
+/*
+ * Empty tunerun.* children of dir that services before this one left.
+ * One named by a pid that is gone goes at once: its launch ended, so no
+ * launch is about to move into it (rmdir keeps one a forked process still
+ * uses). kill(pid, 0) tells that for far less than the lstat() of a
+ * cgroupfs entry, let alone the rmdir() a live cgroup refuses, and every
+ * launch that makes a child looks at every other. A pid of another pid
+ * namespace (a container's launch, in a hierarchy the host shares) may
+ * look gone while its launch is between mkdir and the move: that launch
+ * then makes its child again (cgroup_cpuset.c). A swap policy's child has
+ * no pid and many users: it goes once empty for a minute, as this
+ * launch's own is new.
  */
 void cgroup_sweep(const char *dir)
 {
@@ -102,10 +129,13 @@ void cgroup_sweep(const char *dir)
     while (d && (e = readdir(d)) != NULL) {
         struct stat st;
         char path[4096];
+        long pid = named_pid(e->d_name);
         if (strncmp(e->d_name, "tunerun.", 8) != 0 ||
+            (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) ||
             snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
             continue;
-        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_mtime < now - STALE_SECONDS)
+        if (pid > 0 ||
+            (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_mtime < now - STALE_SECONDS))
             rmdir(path); /* EBUSY while a process is in it */
     }
     if (d)

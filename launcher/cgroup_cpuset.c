@@ -186,8 +186,17 @@ bool cgroup_cpuset_enter(const char *dir, bool v2, const char *name, const char 
     left_from = xstrdup(dir);
     left_v2 = v2;
     int error = ENAMETOOLONG;
-    if (strlen(entered) < PATH_MAX)
+    /*
+     * A sweep in another pid namespace, to which this launch's pid looks
+     * gone, may remove the new child before the move: ENOENT where the
+     * name is gone, ENODEV from a file opened in it just before. Then it
+     * is made again.
+     */
+    for (int tries = 0; tries < 3 && strlen(entered) < PATH_MAX; tries++) {
         error = enter_once(v2, cpus, mems, swap_max, &step, &in);
+        if ((error != ENOENT && error != ENODEV) || in != entered || cgroup_lists_self(entered))
+            break;
+    }
     if (error != 0) {
         bool back = go_back();
         err_errno(
