@@ -227,6 +227,9 @@ static bool alive_or_prune(struct registry *r, struct claim *c)
     enum held h = probe(r, c->file);
     if (h == HELD || (h == NOT_HELD && claim_pid_alive(&r->self, c)))
         return true;
+    /* what the service held until now is the caller's to hand back (yield_return_ended()) */
+    r->dead = xrealloc(r->dead, (r->ndead + 1) * sizeof(*r->dead));
+    r->dead[r->ndead++] = xstrdup(c->file);
     if (r->readonly) {
         if (h != GONE && c->key[0]) { /* in memory only: a plan shows the restart's placement */
             struct claim copy;
@@ -764,13 +767,16 @@ void registry_disown(const struct state_dir *sd)
     closedir(fds);
 }
 
+bool registry_flush(struct registry *r, struct err *e)
+{
+    return r->lock_fd < 0 || r->readonly || !(r->pending || r->rewrite) || flush_table(r, NULL, e);
+}
+
 void registry_release(struct registry *r)
 {
-    if (r->lock_fd >= 0 && !r->readonly && (r->pending || r->rewrite)) {
-        struct err e;
-        if (!flush_table(r, NULL, &e) && !r->told)
-            log_warn("registry: %s", e.msg);
-    }
+    struct err e;
+    if (!registry_flush(r, &e) && !r->told)
+        log_warn("registry: %s", e.msg);
     if (r->lock_fd >= 0)
         close(r->lock_fd);
     r->lock_fd = -1;
@@ -783,11 +789,15 @@ void registry_close(struct registry *r)
         claim_free(&r->claims[i]);
     for (size_t i = 0; i < r->nended; i++)
         claim_free(&r->ended[i]);
+    for (size_t i = 0; i < r->ndead; i++)
+        free(r->dead[i]);
     free(r->claims);
     free(r->ended);
     free(r->pending);
+    free(r->dead);
     r->claims = NULL;
     r->ended = NULL;
     r->pending = NULL;
-    r->nclaims = r->nended = 0;
+    r->dead = NULL;
+    r->nclaims = r->nended = r->ndead = 0;
 }

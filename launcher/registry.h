@@ -41,7 +41,9 @@ struct registry {
     size_t nclaims;
     struct claim *ended; /* where each launch key ran last, oldest first */
     size_t nended;
-    size_t pruned;       /* stale claims removed while reading */
+    size_t pruned; /* stale claims removed while reading */
+    char **dead;   /* the files of the claims found dead, pruned or (read-only) left out */
+    size_t ndead;
     size_t lines;        /* in the table: rewritten whole when too many no longer count */
     char *pending;       /* lines to add to the table (placements of claims pruned now) */
     bool checked;        /* every claim has been probed (REGISTRY_READ) */
@@ -99,6 +101,13 @@ const struct claim *registry_previous(struct registry *r, const char *key);
  * alive and make this launch one of its processes.
  */
 void registry_disown(const struct state_dir *sd);
+
+/*
+ * Write the table now, if anything changed, keeping the lock: what a
+ * caller removes only once the table no longer needs it waits for this.
+ * True when there was nothing to write, or it was written.
+ */
+bool registry_flush(struct registry *r, struct err *e);
 
 /*
  * Write back what changed and release the lock, keeping the claims in
