@@ -124,26 +124,38 @@ void plan_note_claims(struct ctx *c, const struct plan_input *in)
 
 /*
  * A restarted service gets back the placement it had, when that is still
- * free: every CPU still a candidate, and no conflicting service there now.
+ * free: every CPU still a candidate, and no conflicting service there now
+ * but shared pools, which yield them again (a pool that restarted while
+ * the service was down spreads over them).
  */
 void plan_note_previous(struct ctx *c, const struct claim *prev)
 {
     if (prev == NULL)
         return;
     char *list = bitmap_list(prev->cpus);
-    bool one = hwloc_bitmap_weight(prev->cpus) == 1;
+    bool one = hwloc_bitmap_weight(prev->cpus) == 1, pools = false;
     /* nodes none: it ran where no allowed node owns a CPU, which only its CPUs can say again */
-    hwloc_bitmap_t nodeless = hwloc_bitmap_alloc();
+    hwloc_bitmap_t nodeless = hwloc_bitmap_alloc(), stays = hwloc_bitmap_alloc();
     topo_nodeless(c->t, prev->cpus, nodeless);
     bool placed = !hwloc_bitmap_iszero(prev->nodes) || hwloc_bitmap_isequal(nodeless, prev->cpus);
+    for (size_t i = 0; i < c->nclaims; i++) {
+        if (c->conflict[i] && !c->yields[i])
+            hwloc_bitmap_or(stays, stays, c->claims[i].cpus);
+        else if (c->yields[i])
+            pools |= hwloc_bitmap_intersects(prev->cpus, c->claims[i].cpus);
+    }
+    bool free_now = !hwloc_bitmap_intersects(prev->cpus, stays);
     hwloc_bitmap_free(nodeless);
-    if (hwloc_bitmap_isincluded(prev->cpus, c->cand) &&
-        !hwloc_bitmap_intersects(prev->cpus, c->shunned) && placed) {
+    hwloc_bitmap_free(stays);
+    if (hwloc_bitmap_isincluded(prev->cpus, c->cand) && free_now && placed) {
         c->prev = prev;
         /* a pool or a whole node takes what it may use now, not what it had kept */
         enum cpus_mode m = c->p->placement.cpus;
-        plan_note_add(c->pl, NOTE_INFO, "restarted: it ran on %s %s before, and %s free%s",
+        plan_note_add(c->pl, NOTE_INFO, "restarted: it ran on %s %s before, and %s free%s%s",
                       plan_cpus_word(prev->cpus), list, one ? "it is" : "they are",
+                      !pools ? ""
+                      : one  ? " of all but shared pools, which yield it"
+                             : " of all but shared pools, which yield them",
                       m == CPUS_ALL ? "; with cpus = all it takes every CPU it may use again"
                       : m == CPUS_NODE
                           ? "; with cpus = node it takes the whole of the nodes it gets, its "

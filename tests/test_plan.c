@@ -1943,6 +1943,45 @@ static void test_pool_restart_note(void **state)
     topo_free(&t);
 }
 
+/*
+ * A placed service restarted where a shared pool spreads over its CPUs
+ * again (the pool restarted meanwhile): the pool yields them again, so
+ * they count as free, and it goes back to them, not to the node the
+ * ranking would pick.
+ */
+static void test_restart_beside_pool(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("synthetic:pack:2 numa:1 core:2 pu:1"); /* nodes 0-1, 0-1 and 2-3 */
+    struct profile mysql = load_profile("mysql", NULL);
+    struct claim k = live("nginx", "0-3", "0-1", false, "mysql");
+    k.pool = true;
+    struct claim prev = live("mysql", "2-3", "1", false, NULL);
+    struct plan_input in = {.profile = &mysql,
+                            .topo = &t,
+                            .registry = true,
+                            .claims = &k,
+                            .nclaims = 1,
+                            .previous = &prev};
+    struct plan pl;
+    struct err e;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_cpus(&pl, "2-3", "restarted beside a pool");
+    assert_true(has_note(&pl, "restarted: it ran on CPUs 2-3 before, and they are free of all "
+                              "but shared pools, which yield them"));
+    assert_int_equal(pl.nshrinks, 1);
+    plan_free(&pl);
+    /* a service that does not yield holds them: placed afresh */
+    k.pool = false;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_true(has_note(&pl, "but they are taken or gone now; placing it afresh"));
+    plan_free(&pl);
+    claim_free(&prev);
+    claim_free(&k);
+    profile_free(&mysql);
+    topo_free(&t);
+}
+
 /* One CPU is one CPU: the notes and reasons agree in number. */
 static void test_one_is_singular(void **state)
 {
@@ -2492,6 +2531,7 @@ int main(void)
         cmocka_unit_test(test_claims),
         cmocka_unit_test(test_counts_spread_over_held_cpus),
         cmocka_unit_test(test_pool_restart_note),
+        cmocka_unit_test(test_restart_beside_pool),
         cmocka_unit_test(test_swap_policy),
         cmocka_unit_test(test_cpuset_step),
         cmocka_unit_test(test_reasons_fit_any_profile),
