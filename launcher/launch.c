@@ -328,14 +328,22 @@ int launch_plan(const struct launch_options *o, struct profile *p, const struct 
         ahead.fixed_oom = &oom;
     }
     bool built = build_plan(&pl, o, p, f, &reg, pv, &ahead);
-    registry_close(&reg);
-    if (!built)
+    /*
+     * The lock goes before the plan is shown (a reader of stdout that
+     * stalls must not stall launches), the claims after: the plan names
+     * them (a pool that yields is its claim's profile).
+     */
+    registry_release(&reg);
+    if (!built) {
+        registry_close(&reg);
         return EXIT_TUNERUN;
+    }
     if (o->json)
         report_plan_json(stdout, p, &f->topo, &pl);
     else
         report_plan_text(stdout, p, &f->topo, &pl);
     int status = o->strict && pl.degraded ? EXIT_TUNERUN : 0;
     plan_free(&pl);
+    registry_close(&reg);
     return status;
 }
