@@ -51,7 +51,7 @@ LIB_OBJ  = $(LIB_SRC:.c=.o)
 HDRS     = $(filter-out launcher/config.h,$(wildcard launcher/*.h))
 
 UNIT_TESTS = tests/test_parse tests/test_profile tests/test_topo tests/test_plan tests/test_disk \
-             tests/test_nic
+             tests/test_nic tests/test_yield
 
 .PHONY: all deps test-deps demo-deps deb-deps demo test unit host-test test-vm sanitize fuzz bench install uninstall deb clean format FORCE
 

@@ -199,6 +199,7 @@ static void undo_yield(struct launch_state *ls)
         log_notice("the threads that moved went back to the CPUs they had");
     } else if (relock(ls)) {
         yield_give_back(&ls->y, &ls->reg, &ls->facts->topo, ls->claim_name);
+        yield_forget(&ls->reg, ls->claim_name); /* nothing is left to give back when it ends */
     }
     ls->yield_taken = false;
 }

@@ -160,6 +160,8 @@ char *cgroup_cpuset_dir_of(long pid);
  * NULL; NULL when unread). 0, or errno: EPERM for one not this user's.
  */
 int cgroup_cpuset_set_cpus(const char *dir, const char *cpus, char **was);
+/* The same, with cpus added to what it allows now: a pool given back what it yielded. */
+int cgroup_cpuset_add_cpus(const char *dir, const char *cpus);
 
 /* ---- between cgroup.c, cgroup_child.c and cgroup_cpuset.c ----------------- */
 

@@ -2,7 +2,8 @@
  * cgroup_cpuset.c - the cpuset cgroup that holds a service to its
  * placement: made for this launch alone, its CPUs and memory nodes set,
  * this process moved in; moved back out when the launch is refused after
- * all; and a running pool's made smaller when it yields CPUs.
+ * all; and a running pool's made smaller when it yields CPUs, and larger
+ * again when the service it yielded them to has ended.
  *
  * Affinity and a memory policy are the process's own to change, and
  * services do (nginx's worker_cpu_affinity auto, a JVM, a database that
@@ -247,5 +248,23 @@ int cgroup_cpuset_set_cpus(const char *dir, const char *cpus, char **was)
         error = cgroup_write_at(dfd, "cpuset.cpus", cpus);
     }
     close(dfd);
+    return error;
+}
+
+int cgroup_cpuset_add_cpus(const char *dir, const char *cpus)
+{
+    char *path = xasprintf("%s/cpuset.cpus", dir), line[4096];
+    bool read = read_line_file(path, line, sizeof(line));
+    int error = read ? EINVAL : errno ? errno : EIO;
+    free(path);
+    hwloc_bitmap_t now = hwloc_bitmap_alloc(), more = hwloc_bitmap_alloc();
+    if (read && bitmap_parse(now, line[0] ? line : "none") && bitmap_parse(more, cpus)) {
+        hwloc_bitmap_or(now, now, more);
+        char *all = bitmap_list(now);
+        error = cgroup_cpuset_set_cpus(dir, all, NULL);
+        free(all);
+    }
+    hwloc_bitmap_free(now);
+    hwloc_bitmap_free(more);
     return error;
 }

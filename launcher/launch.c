@@ -23,6 +23,7 @@
 #include "privs.h"
 #include "registry.h"
 #include "report.h"
+#include "yield.h"
 #include "util.h"
 
 #include <errno.h>
@@ -99,6 +100,9 @@ static bool build_plan(struct plan *pl, const struct launch_options *o, const st
     if (reg->pruned)
         log_info("registry: removed %zu claim%s of services that are gone", reg->pruned,
                  reg->pruned == 1 ? "" : "s");
+    /* before the plan: it must see the pools as large as they are again */
+    if (f->registry)
+        yield_return_ended(reg, &f->topo);
     struct plan_input in = {
         .profile = p,
         .topo = &f->topo,

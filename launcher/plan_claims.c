@@ -126,7 +126,8 @@ void plan_note_claims(struct ctx *c, const struct plan_input *in)
  * A restarted service gets back the placement it had, when that is still
  * free: every CPU still a candidate, and no conflicting service there now
  * but shared pools, which yield them again (a pool that restarted while
- * the service was down spreads over them).
+ * the service was down spreads over them, and one that yielded them gets
+ * them back once the service ends: yield_return.c).
  */
 void plan_note_previous(struct ctx *c, const struct claim *prev)
 {

@@ -287,8 +287,14 @@ void yield_record(struct yield *y, const struct plan *pl, struct registry *reg, 
         if (!y->done[i] && !moved_any(y, i))
             continue; /* nothing changed */
         const struct claim *k = &reg->claims[s->claim];
-        struct shrunk_claim before = {i, xstrdup(k->file), hwloc_bitmap_dup(k->cpus),
-                                      hwloc_bitmap_dup(k->nodes), false};
+        struct shrunk_claim before = {i,
+                                      xstrdup(k->file),
+                                      hwloc_bitmap_dup(k->cpus),
+                                      hwloc_bitmap_dup(k->nodes),
+                                      false,
+                                      hwloc_bitmap_dup(s->gives),
+                                      k->pid,
+                                      k->start};
         struct err e;
         /* the claim shrinks only with its threads: one that stayed is no smaller */
         if (y->done[i] &&
@@ -296,6 +302,7 @@ void yield_record(struct yield *y, const struct plan *pl, struct registry *reg, 
             log_warn("registry: %s", e.msg);
         y->claims[y->nclaims++] = before;
     }
+    yield_save(y, reg, own);
 }
 
 /* Which of y->claims shrink i made smaller, or y->nclaims. */
@@ -439,6 +446,7 @@ void yield_free(struct yield *y)
         free(y->claims[i].file);
         hwloc_bitmap_free(y->claims[i].cpus);
         hwloc_bitmap_free(y->claims[i].nodes);
+        hwloc_bitmap_free(y->claims[i].gave);
     }
     for (size_t i = 0; i < y->nplaced; i++) {
         free(y->placed[i]);

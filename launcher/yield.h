@@ -1,6 +1,7 @@
 /*
  * yield.h - running shared pools give up the CPUs a launch takes, and get
- * them back when the launch does not exec after all.
+ * them back when the launch does not exec after all (yield.c), or when
+ * the service it became has ended (yield_return.c).
  */
 #ifndef TUNERUN_YIELD_H
 #define TUNERUN_YIELD_H
@@ -30,6 +31,9 @@ struct shrunk_claim {
     char *file; /* the claim file's name: what finds it in the registry read again */
     hwloc_bitmap_t cpus, nodes;
     bool recorded;
+    hwloc_bitmap_t gave;      /* the CPUs it gave this launch */
+    long pid;                 /* its claim's pid and start time: who gets them back */
+    unsigned long long start; /* (a claim file's name is never reused, nor is the pair) */
 };
 
 /* A pool's own cpuset cgroup (enforce) the yield made smaller, and what it allowed before. */
@@ -91,5 +95,57 @@ void yield_record(struct yield *y, const struct plan *pl, struct registry *reg, 
 void yield_give_back(struct yield *y, struct registry *reg, const struct topo *t, const char *own);
 
 void yield_free(struct yield *y);
+
+/* ---- when the service ends (yield_return.c) ------------------------------ */
+
+/*
+ * What the yield changed, kept in the state directory until the service
+ * ends: YIELDED_PREFIX and the rest of its claim file's name. Written
+ * under the registry's lock, when the pools' smaller claims are recorded;
+ * a failure is said, and costs the pools the CPUs until they restart.
+ */
+#define YIELDED_PREFIX "yielded."
+void yield_save(const struct yield *y, struct registry *reg, const char *own);
+
+/* The launch did not exec after all: the pools have their CPUs back, and nothing is kept. */
+void yield_forget(struct registry *reg, const char *own);
+
+/*
+ * Each pool that yielded CPUs to a service whose claim the registry found
+ * dead (reg->dead) gets back those no live service it must keep apart
+ * from holds now: its claim, then its own cpuset cgroups, then its
+ * threads. Only a pool whose claim is alive and is still the process that
+ * yielded (pid and start time) gets any; one that ended is passed over.
+ * Read-only (tunerun plan), only the claims in memory grow, so that the
+ * plan is the one a launch would make.
+ */
+void yield_return_ended(struct registry *reg, const struct topo *t);
+
+/* The file's text of what a yield changed, for a service of profile `profile`. */
+char *yield_records_format(const struct yield *y, const char *profile);
+/*
+ * Its inverse, into an empty y: each pool a shrunk_claim (shrink is its
+ * index), each moved thread with the index of its pool, the threads seen
+ * and left alone in y->seen, sorted. False, with e set, for anything else.
+ */
+bool yield_records_parse(const char *text, struct yield *y, char **profile, struct err *e);
+
+/*
+ * Of the CPUs pool claim `pool` gave (`gave`), those it gets back now:
+ * what it lacks of them, but none a live placed service it must keep
+ * apart from holds (an exclusive one, or one it avoids or that avoids
+ * it). Another pool never keeps it from any: pools share.
+ */
+void yield_returnable(const struct claim *claims, size_t n, size_t pool, hwloc_const_bitmap_t gave,
+                      hwloc_bitmap_t out);
+
+/*
+ * The CPUs thread `tid` of process `pid` of pool c (a y->claims index)
+ * gets, on `cur` now, when the pool gets `give` back and then holds
+ * `holds`; `out` is `cur` where it is left alone.
+ */
+void yield_thread_back(const struct yield *y, size_t c, long pid, long tid,
+                       hwloc_const_bitmap_t cur, hwloc_const_bitmap_t give,
+                       hwloc_const_bitmap_t holds, hwloc_bitmap_t out);
 
 #endif

@@ -1945,9 +1945,9 @@ static void test_pool_restart_note(void **state)
 
 /*
  * A placed service restarted where a shared pool spreads over its CPUs
- * again (the pool restarted meanwhile): the pool yields them again, so
- * they count as free, and it goes back to them, not to the node the
- * ranking would pick.
+ * again (the pool restarted meanwhile, or got them back when the service
+ * ended): the pool yields them again, so they count as free, and it goes
+ * back to them, not to the node the ranking would pick.
  */
 static void test_restart_beside_pool(void **state)
 {

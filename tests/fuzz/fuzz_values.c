@@ -6,7 +6,8 @@
  * --set would give it, and each result is checked against what the parser
  * promises. The same bytes are then a line of the registry's table, which
  * holds CPU and node lists (hwloc_bitmap_list_sscanf) next to numbers,
- * names and flags. Last they are the body of a topology cache file, which
+ * names and flags. Then they are the record a yield keeps of what shared
+ * pools gave a service, and last the body of a topology cache file, which
  * a launch turns into the planner's machine.
  */
 #include <hwloc/bitmap.h>
@@ -17,6 +18,7 @@
 #include "parse.h"
 #include "registry.h"
 #include "topo.h"
+#include "yield.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -38,6 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     struct claim c;
     bool ended;
+    struct err e;
     if (registry_parse_line(s, &c, &ended)) {
         if (c.profile == NULL || hwloc_bitmap_iszero(c.cpus) || strchr(c.file, '/'))
             abort();
@@ -47,8 +50,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     claim_free(&c);
 
+    struct yield y = {0};
+    char *by = NULL;
+    if (yield_records_parse(s, &y, &by, &e)) {
+        for (size_t i = 0; i < y.nclaims; i++)
+            if (strncmp(y.claims[i].file, CLAIM_PREFIX, strlen(CLAIM_PREFIX)) != 0 ||
+                strchr(y.claims[i].file, '/'))
+                abort(); /* a pool is named by a claim file, in the state directory */
+        for (size_t i = 0; i < y.nthreads; i++)
+            if (y.threads[i].shrink >= y.nclaims)
+                abort(); /* every moved thread is of a pool the record names */
+        for (size_t i = 1; i < y.seen.n; i++)
+            if (y.seen.v[i - 1] > y.seen.v[i])
+                abort(); /* sorted, for the search */
+    }
+    free(by);
+    yield_free(&y);
+
     struct topo top;
-    struct err e;
     if (topo_parse_cache(&top, s, &e)) {
         hwloc_bitmap_t homes = hwloc_bitmap_alloc();
         for (size_t i = 0; i < top.nnodes; i++) {
