@@ -292,6 +292,42 @@ void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, co
     json_finish(&j);
 }
 
+/*
+ * The kind column of a node: its kind, its tier and speed against the
+ * memory next to the CPUs (with HMAT's latency and bandwidth where known),
+ * and what it lacks: "DRAM, tier 4", "slower tier, tier 90, 40 ns,
+ * 2048 MiB/s, CPU-less".
+ */
+static void node_kind(const struct topo_node *n, bool none, char *buf, size_t size)
+{
+    size_t len = 0;
+    *buf = '\0';
+#define PART(...)                                                                                  \
+    do {                                                                                           \
+        if (len + 2 < size && len)                                                                 \
+            len += (size_t)snprintf(buf + len, size - len, ", ");                                  \
+        if (len < size)                                                                            \
+            len += (size_t)snprintf(buf + len, size - len, __VA_ARGS__);                           \
+    } while (0)
+    if (n->subtype[0])
+        PART("%s", n->subtype);
+    if (n->has_memory && n->speed != SPEED_FAST)
+        PART("%s", n->speed == SPEED_SLOW ? "slower tier" : "more bandwidth");
+    if (n->tier >= 0)
+        PART("%s %d", n->tier_hwloc ? "MemoryTier" : "tier", n->tier);
+    if (n->latency_ns)
+        PART("%u ns", n->latency_ns);
+    if (n->bandwidth_mibs)
+        PART("%u MiB/s", n->bandwidth_mibs);
+    if (none && n->shares_cpus_of >= 0)
+        PART("node %d's CPUs", n->shares_cpus_of);
+    else if (none)
+        PART("%s", n->cpuless ? "CPU-less" : "no allowed CPU");
+    if (!n->has_memory)
+        PART("memoryless");
+#undef PART
+}
+
 void report_topo_text(FILE *f, const struct topo *t)
 {
     fprintf(f, "topology   ");
@@ -347,14 +383,9 @@ void report_topo_text(FILE *f, const struct topo *t)
     for (size_t i = 0; i < t->nnodes; i++) {
         const struct topo_node *n = &t->nodes[i];
         char *c = bitmap_list(n->cpus);
-        char kind[64], memory[32];
+        char kind[256], memory[32];
         bool none = hwloc_bitmap_iszero(n->cpus); /* a cpuset may allow none of its CPUs */
-        snprintf(kind, sizeof(kind), "%s%s%s%s", n->subtype,
-                 *n->subtype && (none || !n->has_memory) ? ", " : "",
-                 !none        ? ""
-                 : n->cpuless ? "CPU-less"
-                              : "no allowed CPU",
-                 n->has_memory ? "" : "memoryless");
+        node_kind(n, none, kind, sizeof(kind));
         if (t->memory_known)
             snprintf(memory, sizeof(memory), "%9.1f GiB %8.1f GiB", n->mem_total / GIB,
                      n->mem_free / GIB);
@@ -376,6 +407,31 @@ void report_topo_text(FILE *f, const struct topo *t)
             fputc('\n', f);
         }
     }
+}
+
+static const char *speed_name(enum topo_speed s)
+{
+    return s == SPEED_SLOW ? "slow" : s == SPEED_BANDWIDTH ? "bandwidth" : "fast";
+}
+
+/* A node's tier and speed, as the JSON of topo and plan say them. */
+static void tier_json(struct json *j, const struct topo_node *n)
+{
+    if (n->tier >= 0)
+        json_int(j, "tier", n->tier);
+    else
+        json_null(j, "tier");
+    json_str(j, "tier_source", n->tier < 0 ? NULL : n->tier_hwloc ? "hwloc" : "kernel");
+    json_str(j, "speed", speed_name(n->speed));
+    json_str(j, "speed_why", n->speed_why[0] ? n->speed_why : NULL);
+    if (n->latency_ns)
+        json_uint(j, "latency_ns", n->latency_ns);
+    else
+        json_null(j, "latency_ns");
+    if (n->bandwidth_mibs)
+        json_uint(j, "bandwidth_mibs", n->bandwidth_mibs);
+    else
+        json_null(j, "bandwidth_mibs");
 }
 
 void report_topo_json(FILE *f, const struct topo *t)
@@ -417,6 +473,11 @@ void report_topo_json(FILE *f, const struct topo *t)
         json_uint(&j, "free", n->mem_free);
         json_bool(&j, "has_memory", n->has_memory);
         json_str(&j, "subtype", n->subtype);
+        tier_json(&j, n);
+        if (n->shares_cpus_of >= 0)
+            json_int(&j, "shares_cpus_of", n->shares_cpus_of);
+        else
+            json_null(&j, "shares_cpus_of");
         json_end(&j);
     }
     json_end(&j);

@@ -228,6 +228,7 @@ static bool load_host(struct topo *t, const struct state_dir *sd, struct machine
         topo_machine_from_hwloc(found, m, false); /* this process's allowed sets come later */
         hwloc_topology_destroy(found);
         topo_machine_zones(m);
+        topo_machine_tiers(m);
         /* CPUs and no core: sysfs's CPU topology is masked, and hwloc guessed */
         if (key && m->ncores == 0 && !hwloc_bitmap_iszero(m->online))
             topo_cache_note(t, "hwloc found no cores (sysfs gives no CPU topology: masked?), so "

@@ -34,6 +34,16 @@ struct topo_guess {
     const char *why, *fix;
 };
 
+/*
+ * How a node's memory compares with the memory next to the CPUs, which is
+ * what a service gets unless its profile asks otherwise (topo_tiers.c).
+ */
+enum topo_speed {
+    SPEED_FAST,      /* the fastest tier for latency: DRAM next to CPUs, or alike */
+    SPEED_BANDWIDTH, /* more bandwidth, small: HBM, KNL's MCDRAM */
+    SPEED_SLOW,      /* a slower tier: CXL expanders, NVDIMMs (NVM, SPM), GPU memory */
+};
+
 struct topo_node {
     unsigned os_index;
     hwloc_bitmap_t cpus; /* allowed online PUs whose home is this node */
@@ -42,6 +52,25 @@ struct topo_node {
     uint64_t mem_free;   /* bytes; equals mem_total for XML and synthetic sources */
     bool has_memory;
     char subtype[16]; /* "DRAM", "MCDRAM", "HBM", ... or "" */
+    /*
+     * Its memory tier: the kernel's (memory_tierN, lower is faster) on this
+     * machine, hwloc's MemoryTier (0 has the most bandwidth) in an export
+     * that has one; -1 when unknown. tier_hwloc says which.
+     */
+    int tier;
+    bool tier_hwloc;
+    unsigned latency_ns;     /* HMAT's access latency from its own CPUs; 0 when unknown */
+    unsigned bandwidth_mibs; /* HMAT's access bandwidth, MiB/s; 0 when unknown */
+    enum topo_speed speed;
+    char speed_why[48]; /* what says so: "memory_tier90", "NVM", "latency 40 ns", or "" */
+    /*
+     * The os index of the node whose CPUs it carries too, or -1: a node
+     * that lists the same CPUs as another is home to none of them (each
+     * CPU has one home), and its memory is as near them. A slow CPU-less
+     * node gets its HMAT initiator's CPUs from hwloc so; a Cluster-on-Die
+     * export may give two DRAM nodes one set.
+     */
+    int shares_cpus_of;
 };
 
 /*
@@ -75,6 +104,7 @@ struct topo {
     struct topo_kind *kinds;
     size_t nkinds;
     bool memory_known; /* false when no node reports any memory (some XMLs) */
+    bool tiers_known;  /* some node's tier, kind or HMAT access says how fast it is */
     /*
      * On this machine, when its nodes' meminfo counted less memory than it
      * has and the sizes above were made up from the rest (see topo.c);

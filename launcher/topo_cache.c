@@ -15,6 +15,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <link.h>
 #include <numa.h>
 #include <stdarg.h>
@@ -180,7 +181,7 @@ char *topo_cache_key(int *max, hwloc_bitmap_t online, const char **why)
     snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cpufreq",
              hwloc_bitmap_first(online));
     char *key =
-        xasprintf("tunerun topology cache 5\ntunerun %s\nhwloc %s %s\n%s %s\n%s %s\n"
+        xasprintf("tunerun topology cache 6\ntunerun %s\nhwloc %s %s\n%s %s\n%s %s\n"
                   "%s %s\ncpufreq %s\n",
                   exe, libpath ? libpath : "-", hw, key_files[0], boot_id(), key_files[1], cpus,
                   key_files[2], memory ? memory : "-", stat(path, &st) == 0 ? "yes" : "no");
@@ -200,6 +201,8 @@ char *topo_cache_key(int *max, hwloc_bitmap_t online, const char **why)
  *     complete LIST           every PU (first: it bounds the other sets)
  *     online LIST             PUs online
  *     node OS BYTES LIST SUBTYPE   per node, its PUs; SUBTYPE "-" for none
+ *     tier OS TIER LATENCY BANDWIDTH   per node whose speed is known (topo.h):
+ *                             TIER -1 for none, hN for hwloc's; 0 for unknown values
  *     core LIST               per core
  *     kind LIST LABEL         per kind of core, fastest first: none, or two and more
  *     distances V...          nodes x nodes, in node order; absent: unknown
@@ -232,6 +235,12 @@ char *topo_cache_format(const struct machine *m)
         APPEND("node %u %llu %s %s\n", nd->os_index, (unsigned long long)nd->memory, cpus,
                nd->subtype[0] && !strpbrk(nd->subtype, " \t\n") ? nd->subtype : "-");
         free(cpus);
+    }
+    for (size_t i = 0; i < m->nnodes; i++) {
+        const struct mnode *nd = &m->nodes[i];
+        if (nd->tier >= 0 || nd->latency_ns || nd->bandwidth_mibs)
+            APPEND("tier %u %s%d %u %u\n", nd->os_index, nd->tier_hwloc ? "h" : "", nd->tier,
+                   nd->latency_ns, nd->bandwidth_mibs);
     }
     for (size_t i = 0; i < m->ncores; i++) {
         char *cpus = bitmap_list(m->cores[i]);
@@ -326,6 +335,30 @@ static size_t words(const char *s)
  * A present line's node and bytes, for a node listed before it, once: a
  * node whose zones hold nothing has no line, as its gap is none.
  */
+/* A tier line's values into its node, which a node line named before. */
+static bool cached_tier(struct machine *m, const char *os, const char *tier, const char *lat,
+                        const char *bw)
+{
+    uint64_t at, l, b, id;
+    bool hw = tier && *tier == 'h';
+    if (!parse_u64(os, &at) || tier == NULL || !parse_u64(lat, &l) || !parse_u64(bw, &b) ||
+        l > UINT_MAX || b > UINT_MAX)
+        return false;
+    if (strcmp(tier, "-1") == 0)
+        id = (uint64_t)-1;
+    else if (!parse_u64(tier + hw, &id) || id > 100000)
+        return false;
+    for (size_t i = 0; i < m->nnodes; i++)
+        if (m->nodes[i].os_index == at) {
+            m->nodes[i].tier = id == (uint64_t)-1 ? -1 : (int)id;
+            m->nodes[i].tier_hwloc = hw;
+            m->nodes[i].latency_ns = (unsigned)l;
+            m->nodes[i].bandwidth_mibs = (unsigned)b;
+            return true;
+        }
+    return false;
+}
+
 static bool cached_present(struct machine *m, const char *os, const char *bytes)
 {
     uint64_t node, v;
@@ -385,12 +418,18 @@ bool topo_cache_parse(char *text, int max, hwloc_const_bitmap_t online, struct m
                 struct mnode *nd = &m->nodes[m->nnodes++];
                 memset(nd, 0, sizeof(*nd));
                 nd->os_index = (unsigned)os;
+                nd->tier = -1;
                 hwloc_bitmap_set(seen, (unsigned)os);
                 nd->memory = bytes;
                 nd->cpus = cpus;
                 if (strcmp(d, "-") != 0)
                     snprintf(nd->subtype, sizeof(nd->subtype), "%s", d);
             }
+        } else if (ok && strcmp(word, "tier") == 0 && m->ncores == 0) {
+            /* in this order: a call's arguments are evaluated in any */
+            const char *os = strtok_r(NULL, " ", &w), *tier = strtok_r(NULL, " ", &w);
+            const char *lat = strtok_r(NULL, " ", &w), *bw = strtok_r(NULL, " ", &w);
+            ok = cached_tier(m, os, tier, lat, bw);
         } else if (ok && strcmp(word, "core") == 0) {
             hwloc_bitmap_t cpus = apart_set(strtok_r(NULL, " ", &w), m->complete, in_cores);
             ok = cpus != NULL;

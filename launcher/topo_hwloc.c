@@ -136,6 +136,36 @@ static void kinds_from_hwloc(hwloc_topology_t topo, struct machine *m)
 }
 
 /* What the planner needs from an hwloc topology, which can then go. */
+/*
+ * What hwloc knows of a node's speed: HMAT's latency and bandwidth from
+ * its own CPUs (on this machine hwloc reads them from sysfs' access1, else
+ * access0; an export carries them as memattrs), and an export's MemoryTier
+ * (hwloc 2.10 and later write it; 0 is the tier with the most bandwidth).
+ * hwloc keeps HMAT's values for the node's local initiator alone, which it
+ * gives the node's own cpuset, CPU-less nodes included.
+ */
+static void node_speed(hwloc_topology_t topo, hwloc_obj_t o, struct mnode *nd)
+{
+    nd->tier = -1;
+    const char *tier = info_value(o->infos, o->infos_count, "MemoryTier");
+    char *end;
+    long v = tier ? strtol(tier, &end, 10) : -1;
+    if (tier && *tier && *end == '\0' && v >= 0 && v < 1000) {
+        nd->tier = (int)v;
+        nd->tier_hwloc = true;
+    }
+    if (hwloc_bitmap_iszero(o->cpuset))
+        return;
+    struct hwloc_location at = {.type = HWLOC_LOCATION_TYPE_CPUSET, .location.cpuset = o->cpuset};
+    hwloc_uint64_t value;
+    if (hwloc_memattr_get_value(topo, HWLOC_MEMATTR_ID_LATENCY, o, &at, 0, &value) == 0 &&
+        value < UINT_MAX)
+        nd->latency_ns = (unsigned)value;
+    if (hwloc_memattr_get_value(topo, HWLOC_MEMATTR_ID_BANDWIDTH, o, &at, 0, &value) == 0 &&
+        value < UINT_MAX)
+        nd->bandwidth_mibs = (unsigned)value;
+}
+
 void topo_machine_from_hwloc(hwloc_topology_t topo, struct machine *m, bool allowed)
 {
     memset(m, 0, sizeof(*m));
@@ -156,6 +186,7 @@ void topo_machine_from_hwloc(hwloc_topology_t topo, struct machine *m, bool allo
         nd->memory = o->attr->numanode.local_memory;
         if (o->subtype)
             snprintf(nd->subtype, sizeof(nd->subtype), "%s", o->subtype);
+        node_speed(topo, o, nd);
     }
     n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
     m->cores = xcalloc(n > 0 ? (size_t)n : 0, sizeof(*m->cores));
@@ -194,11 +225,12 @@ void topo_machine_from_hwloc(hwloc_topology_t topo, struct machine *m, bool allo
  * Disallowed CPUs and nodes (outside the cgroup cpuset) stay in the
  * topology, and topo_load() leaves them out itself: hwloc would otherwise
  * count a removed CPU in the complete cpuset, as if it were offline, and
- * the cache must hold the whole machine anyway.
+ * the cache must hold the whole machine anyway. Memory attributes stay on:
+ * they carry HMAT's latency and bandwidth (node_speed()), read once per
+ * discovery, which the cache then keeps.
  */
 #define BASE_FLAGS                                                                                 \
-    (HWLOC_TOPOLOGY_FLAG_DONT_CHANGE_BINDING | HWLOC_TOPOLOGY_FLAG_NO_MEMATTRS |                   \
-     HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED)
+    (HWLOC_TOPOLOGY_FLAG_DONT_CHANGE_BINDING | HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED)
 
 /*
  * Only what the planner reads: nodes, cores, PUs, and what carries a NUMA

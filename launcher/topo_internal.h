@@ -26,6 +26,9 @@ struct mnode {
     hwloc_bitmap_t cpus; /* the PUs it is local to, CPU-less nodes included */
     uint64_t memory;     /* bytes; 0 when the source gives none */
     char subtype[16];
+    int tier;                            /* see struct topo_node; -1 when unknown */
+    bool tier_hwloc;                     /* hwloc's MemoryTier, not the kernel's */
+    unsigned latency_ns, bandwidth_mibs; /* HMAT's, from its own CPUs; 0 when unknown */
 };
 
 struct mkind {
@@ -100,6 +103,14 @@ void topo_machine_zones(struct machine *m);
  * this process's).
  */
 void topo_load_memory(struct topo *t, const struct machine *m, bool all_nodes);
+
+/* This host's memory tiers into m's nodes (memory_tiering in sysfs); none: -1. */
+void topo_machine_tiers(struct machine *m);
+
+/* ---- topo_tiers.c --------------------------------------------------------- */
+
+/* Each node's speed against the memory next to the CPUs, from what t knows of it. */
+void topo_classify_tiers(struct topo *t);
 
 /* ---- topo_narrow.c -------------------------------------------------------- */
 

@@ -23,6 +23,7 @@
 #include "topo_internal.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <numa.h>
 #include <stdio.h>
@@ -173,6 +174,39 @@ static char *read_zoneinfo(void)
     if (fd >= 0)
         close(fd);
     return text;
+}
+
+/*
+ * The kernel's memory tiers (Linux 6.1 and later): memory_tierN in
+ * /sys/devices/virtual/memory_tiering lists the nodes of tier N, where N
+ * is the tier's abstract distance over 128. DRAM is tier 4 (576 >> 7);
+ * HMAT's slower CXL and NVDIMM nodes get higher numbers, and a kernel that
+ * computes none puts every node in tier 4. hwloc 2.9 does not read them;
+ * read once per discovery and kept in the topology cache.
+ */
+void topo_machine_tiers(struct machine *m)
+{
+    const char *dir = "/sys/devices/virtual/memory_tiering";
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        char path[512], list[4096], *end;
+        long tier =
+            strncmp(e->d_name, "memory_tier", 11) == 0 ? strtol(e->d_name + 11, &end, 10) : -1;
+        if (tier < 0 || tier > 100000 || *end != '\0')
+            continue;
+        snprintf(path, sizeof(path), "%s/%s/nodelist", dir, e->d_name);
+        hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
+        if (read_line_file(path, list, sizeof(list)) && hwloc_bitmap_list_sscanf(nodes, list) == 0)
+            for (size_t i = 0; i < m->nnodes; i++)
+                if (hwloc_bitmap_isset(nodes, m->nodes[i].os_index)) {
+                    m->nodes[i].tier = (int)tier;
+                    m->nodes[i].tier_hwloc = false;
+                }
+        hwloc_bitmap_free(nodes);
+    }
+    if (d)
+        closedir(d);
 }
 
 void topo_machine_zones(struct machine *m)

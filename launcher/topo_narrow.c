@@ -64,6 +64,10 @@ static void load_nodes(const struct machine *m, struct topo *t)
         nd->mem_total = o->memory;
         nd->mem_free = nd->mem_total;
         snprintf(nd->subtype, sizeof(nd->subtype), "%s", o->subtype);
+        nd->tier = o->tier;
+        nd->tier_hwloc = o->tier_hwloc;
+        nd->latency_ns = o->latency_ns;
+        nd->bandwidth_mibs = o->bandwidth_mibs;
     }
     /* A source's order is by locality, not os index; plans read better by os index. */
     for (size_t i = 1; i < t->nnodes; i++)
@@ -97,6 +101,15 @@ static void load_nodes(const struct machine *m, struct topo *t)
                 hwloc_bitmap_set(t->nodes[i].cpus, (unsigned)pu);
     }
     hwloc_bitmap_foreach_end();
+    /* a node home to none of the CPUs it lists, which another lists alike and is home to */
+    for (size_t i = 0; i < t->nnodes; i++) {
+        t->nodes[i].shares_cpus_of = -1;
+        for (size_t k = 0; k < t->nnodes && hwloc_bitmap_iszero(t->nodes[i].cpus); k++)
+            if (k != i && !hwloc_bitmap_iszero(t->nodes[k].cpus) &&
+                !hwloc_bitmap_iszero(from[i]->cpus) &&
+                hwloc_bitmap_isequal(from[i]->cpus, from[k]->cpus))
+                t->nodes[i].shares_cpus_of = (int)t->nodes[k].os_index;
+    }
 
     /* Distances between our nodes, when every pair of them has one. */
     if (m->distance && t->nnodes > 1) {
@@ -220,6 +233,7 @@ void topo_narrow(struct topo *t, struct machine *m)
     hwloc_bitmap_andnot(t->offline, t->offline, m->online);
     load_nodes(m, t);
     topo_load_memory(t, m, every_memory_node(m, t));
+    topo_classify_tiers(t);
     load_cores(m, t);
     load_kinds(m, t);
     topo_machine_free(m);

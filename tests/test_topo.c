@@ -462,6 +462,11 @@ static void assert_same_machine(const struct topo *found, const struct topo *cac
         assert_int_equal(found->nodes[i].mem_total, cached->nodes[i].mem_total);
         assert_int_equal(found->nodes[i].has_memory, cached->nodes[i].has_memory);
         assert_string_equal(found->nodes[i].subtype, cached->nodes[i].subtype);
+        assert_int_equal(found->nodes[i].tier, cached->nodes[i].tier);
+        assert_int_equal(found->nodes[i].tier_hwloc, cached->nodes[i].tier_hwloc);
+        assert_int_equal(found->nodes[i].latency_ns, cached->nodes[i].latency_ns);
+        assert_int_equal(found->nodes[i].bandwidth_mibs, cached->nodes[i].bandwidth_mibs);
+        assert_int_equal(found->nodes[i].speed, cached->nodes[i].speed);
     }
     assert_int_equal(found->nkinds, cached->nkinds);
     for (size_t i = 0; i < found->nkinds; i++) {
@@ -472,6 +477,70 @@ static void assert_same_machine(const struct topo *found, const struct topo *cac
     if (found->distance)
         assert_memory_equal(found->distance, cached->distance,
                             found->nnodes * found->nnodes * sizeof(*found->distance));
+}
+
+/*
+ * Each node's speed against the memory next to the CPUs: by HMAT's
+ * latency in an export that has it (a slow CPU-less node, and a
+ * memoryless one that is neither), by kind on KNL (its MCDRAM has the
+ * bandwidth), and by hwloc's MemoryTier or kind alone nowhere else.
+ */
+static void test_tiers(void **state)
+{
+    (void)state;
+    struct topo t;
+    struct err e;
+    if (!topo_load(&t, "tests/data/tiers.xml", NULL, &e))
+        fail_msg("%s", e.msg);
+    assert_true(t.tiers_known);
+    assert_int_equal(t.nnodes, 4);
+    assert_int_equal(t.nodes[0].speed, SPEED_FAST);
+    assert_int_equal(t.nodes[0].latency_ns, 10);
+    assert_int_equal(t.nodes[0].bandwidth_mibs, 10240);
+    assert_int_equal(t.nodes[1].speed, SPEED_FAST);
+    assert_int_equal(t.nodes[2].speed, SPEED_FAST); /* no memory: nothing to judge */
+    assert_false(t.nodes[2].has_memory);
+    assert_int_equal(t.nodes[3].speed, SPEED_SLOW);
+    assert_string_equal(t.nodes[3].speed_why, "latency 40 ns against 10");
+    assert_int_equal(t.nodes[3].tier, -1);
+    topo_free(&t);
+
+    if (!topo_load(&t, "../shared/topologies/64intel64-fakeKNL-SNC4-hybrid.xml", NULL, &e))
+        fail_msg("%s", e.msg);
+    for (size_t i = 0; i < t.nnodes; i++) {
+        bool mcdram = strcmp(t.nodes[i].subtype, "MCDRAM") == 0;
+        assert_int_equal(t.nodes[i].speed, mcdram ? SPEED_BANDWIDTH : SPEED_FAST);
+        assert_int_equal(t.nodes[i].tier, mcdram ? 0 : 1); /* hwloc's, by bandwidth */
+        assert_true(t.nodes[i].tier_hwloc);
+        assert_int_equal(t.nodes[i].bandwidth_mibs, mcdram ? 90000 : 22500);
+    }
+    topo_free(&t);
+
+    /* a plain two-node machine: every node alike, and nothing known to say so */
+    if (!topo_load(&t, "../shared/topologies/32em64t-2n8c2t-pci-normalio.xml", NULL, &e))
+        fail_msg("%s", e.msg);
+    assert_false(t.tiers_known);
+    for (size_t i = 0; i < t.nnodes; i++)
+        assert_int_equal(t.nodes[i].speed, SPEED_FAST);
+    topo_free(&t);
+
+    /* the kernel's tiers, as a host's cache carries them: numbered by speed, 4 for DRAM */
+    if (!topo_parse_cache(&t,
+                          "complete 0-3\nonline 0-3\nnode 0 1073741824 0-1 -\n"
+                          "node 1 1073741824 2-3 -\nnode 2 4294967296 none -\ntier 0 4 0 0\n"
+                          "tier 1 4 0 0\ntier 2 22 0 0\ncore 0\ncore 1\ncore 2\ncore 3\n",
+                          &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(t.nodes[0].speed, SPEED_FAST);
+    assert_int_equal(t.nodes[2].speed, SPEED_SLOW);
+    assert_string_equal(t.nodes[2].speed_why, "memory_tier22");
+    assert_false(t.nodes[2].tier_hwloc);
+    topo_free(&t);
+    /* a tier line for a node no node line named, or with a bad value, is not tunerun's */
+    assert_false(
+        topo_parse_cache(&t, "complete 0\nonline 0\nnode 0 1024 0 -\ntier 1 4 0 0\ncore 0\n", &e));
+    assert_false(
+        topo_parse_cache(&t, "complete 0\nonline 0\nnode 0 1024 0 -\ntier 0 x 0 0\ncore 0\n", &e));
 }
 
 /*
@@ -643,6 +712,7 @@ int main(void)
         cmocka_unit_test(test_cpu_kinds),
         cmocka_unit_test(test_cache_lines),
         cmocka_unit_test(test_cache_round_trip),
+        cmocka_unit_test(test_tiers),
         cmocka_unit_test(test_host_cache),
         cmocka_unit_test(test_uninitialized_memory),
     };
