@@ -137,6 +137,22 @@ char *doc_rd_text(const struct doc *d, const char *path, size_t max)
     return text;
 }
 
+/*
+ * A directory under --root, opened as open_inert() opens a file: inside
+ * the tree, never through a link out of it.
+ */
+DIR *doc_opendir(const struct doc *d, const char *dir, int *error)
+{
+    char at[8192];
+    doc_at_root(d, dir, at, sizeof(at));
+    int fd = open_inert(at, true);
+    DIR *h = fd >= 0 ? fdopendir(fd) : NULL;
+    *error = h ? 0 : errno;
+    if (h == NULL && fd >= 0)
+        close(fd);
+    return h;
+}
+
 unsigned long long doc_meminfo_kb(const struct doc *d, const char *field)
 {
     char *text = doc_rd_text(d, "/proc/meminfo", 1 << 16);
@@ -211,7 +227,7 @@ bool doc_forks_to_save(const struct doc *d)
 #define NOFILE_USUAL 1024 /* the soft nofile limit a service gets unless told otherwise */
 
 /* nofile raised above the usual 1024: a server of many connections, each a descriptor. */
-static bool many_connections(const struct doc *d)
+bool doc_many_connections(const struct doc *d)
 {
     const struct profile_limit *l = d->p ? &d->p->limits[RLIMIT_NOFILE] : NULL;
     return l && l->set && l->soft > NOFILE_USUAL;
@@ -433,7 +449,7 @@ void doctor_check_io(struct doc *d)
 void doctor_check_files(struct doc *d)
 {
     long long somax;
-    bool listens = many_connections(d);
+    bool listens = doc_many_connections(d);
     if (doc_rd_long(d, "/proc/sys/net/core/somaxconn", &somax)) {
         long long backlog = 511; /* nginx's listen, redis's tcp-backlog: the usual server's */
         bool bad = listens && somax < backlog;

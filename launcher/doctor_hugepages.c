@@ -133,22 +133,6 @@ struct pg_conf {
     bool in_etc;     /* Debian's /etc/postgresql/V/NAME/postgresql.conf among them */
 };
 
-/*
- * A directory under --root, opened as open_inert() opens a file: inside
- * the tree, never through a link out of it.
- */
-static DIR *doc_opendir(const struct doc *d, const char *dir, int *error)
-{
-    char at[8192];
-    doc_at_root(d, dir, at, sizeof(at));
-    int fd = open_inert(at, true);
-    DIR *h = fd >= 0 ? fdopendir(fd) : NULL;
-    *error = h ? 0 : errno;
-    if (h == NULL && fd >= 0)
-        close(fd);
-    return h;
-}
-
 static int by_name(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);

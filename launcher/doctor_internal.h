@@ -10,6 +10,7 @@
 #ifndef TUNERUN_DOCTOR_INTERNAL_H
 #define TUNERUN_DOCTOR_INTERNAL_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -38,12 +39,16 @@ bool doc_rd_long(const struct doc *d, const char *path, long long *v);
 /* A whole small file under --root (at most max bytes), or NULL. */
 char *doc_rd_text(const struct doc *d, const char *path, size_t max);
 bool doc_has_file(const struct doc *d, const char *path);
+/* A directory under --root, opened inside the tree; NULL with the errno in *error. */
+DIR *doc_opendir(const struct doc *d, const char *dir, int *error);
 /* A /proc/meminfo field ("Committed_AS") under --root, in kB; 0 where it is missing. */
 unsigned long long doc_meminfo_kb(const struct doc *d, const char *field);
 /* Active swap areas (/proc/swaps), and whether the profile fears swap or forks to save. */
 int doc_swap_areas(const struct doc *d);
 bool doc_swap_sensitive(const struct doc *d);
 bool doc_forks_to_save(const struct doc *d);
+/* nofile raised above the usual 1024: a server of many connections. */
+bool doc_many_connections(const struct doc *d);
 /* The first of choices a sysfs list offers, or NULL. */
 const char *doc_offered(const char *list, const char *const *choices);
 /* "mysql", or "the service" without a profile, as findings name it. */
