@@ -1,9 +1,9 @@
 /*
  * doctor.c - the seed's checklist, as findings: CPU frequency, NUMA, memory
- * (THP, swappiness, overcommit, dirty pages), the IO scheduler, connections
- * and files, and the container's limits. Each finding has a stable id, a
- * severity, what was observed, why it matters for the profile (the fear it
- * feeds) and the fix, now and for good.
+ * (THP, swappiness, overcommit, dirty pages), the IO scheduler, the network
+ * card, connections and files, and the container's limits. Each finding has
+ * a stable id, a severity, what was observed, why it matters for the
+ * profile (the fear it feeds) and the fix, now and for good.
  *
  * It changes nothing. Every file is read under `root`, so a fixture tree
  * shaped like another host's /proc and /sys is audited the same way.
@@ -11,6 +11,7 @@
 #include "doctor_internal.h"
 #include "cgroup.h"
 #include "disk.h"
+#include "nic.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -28,12 +29,16 @@
 /* the listen backlog doctor's somaxconn fixes ask for: nginx's and redis's 511, and room */
 #define SOMAXCONN_FIX 4096
 
-/* The seed's order: CPU first, then NUMA, memory, IO, connections, the container. */
+/*
+ * The seed's order: CPU first, then NUMA, memory, IO, the network card,
+ * connections, the container.
+ */
 const char *const doctor_groups[DOCTOR_NGROUPS][2] = {
     {"cpu", "CPU frequency"},
     {"numa", "NUMA"},
     {"memory", "Memory: THP, swap, overcommit, dirty pages"},
     {"io", "IO scheduler"},
+    {"nic", "Network card: its node, IRQs and packet steering"},
     {"files", "Connections and files"},
     {"container", "cgroup limits and capabilities"},
 };
@@ -573,7 +578,7 @@ bool doctor_gather(struct doctor_report *r, const char *root, const struct profi
     bool here = root == NULL || strcmp(root, "/") == 0;
     const char *near = p ? p->placement.near : NULL;
     bool from_near =
-        data_dir == NULL && near &&
+        data_dir == NULL && near && !nic_spec(near) &&
         (here ? is_dir(near, &why)
               : disk_of_path(root, near, &maj, &min, mnt, sizeof(mnt)) && strcmp(mnt, "/") != 0);
     struct doc d = {.root = root ? root : "/", .p = p, .data_dir = from_near ? near : data_dir};
@@ -599,6 +604,7 @@ bool doctor_gather(struct doctor_report *r, const char *root, const struct profi
     doctor_check_thp(&d);
     doctor_check_vm(&d);
     doctor_check_hugepages(&d);
+    doctor_check_nic(&d);
     doctor_check_files(&d);
     doctor_check_cgroup(&d);
     doctor_check_caps(&d);

@@ -4,8 +4,10 @@
  * doctor.c runs the audit and holds the checks of the CPU, NUMA, IO and
  * files; doctor_memory.c those of THP, swap, overcommit and dirty pages;
  * doctor_hugepages.c whether hugetlbfs holds a service's shared memory;
- * doctor_container.c those of the cgroup's limits and the capabilities
- * tunerun needs. Each adds findings to one struct doc.
+ * doctor_nic.c those of the network card near names (its node, its queue
+ * IRQs, irqbalance, RPS and XPS); doctor_container.c those of the
+ * cgroup's limits and the capabilities tunerun needs. Each adds findings
+ * to one struct doc.
  */
 #ifndef TUNERUN_DOCTOR_INTERNAL_H
 #define TUNERUN_DOCTOR_INTERNAL_H
@@ -60,6 +62,7 @@ void doctor_check_thp(struct doc *d);       /* doctor_memory.c */
 void doctor_check_vm(struct doc *d);        /* doctor_memory.c */
 void doctor_check_hugepages(struct doc *d); /* doctor_hugepages.c */
 void doctor_check_io(struct doc *d);
+void doctor_check_nic(struct doc *d); /* doctor_nic.c */
 void doctor_check_files(struct doc *d);
 void doctor_check_cgroup(struct doc *d); /* doctor_container.c */
 void doctor_check_caps(struct doc *d);   /* doctor_container.c */
