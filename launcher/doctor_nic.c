@@ -277,8 +277,10 @@ static void check_node(struct nic_audit *a, const char *spec, bool named, enum n
                               v[0].name, doc_who(d))
                     : doc_fmt("one node: every CPU is as near the card as any other"),
                 warn ? doc_fmt("echo NODE > /sys/bus/pci/devices/%s/numa_node, NODE being the "
-                               "socket its slot is wired to (the board's manual says): near and "
-                               "irqbalance then use it; the kernel logs it as a firmware bug",
+                               "socket its slot is wired to (the board's manual says), then "
+                               "systemctl restart irqbalance if it runs: near uses the node at "
+                               "the next launch, irqbalance only from its start; the kernel logs "
+                               "the write as a firmware bug",
                                pci)
                      : NULL,
                 warn ? doc_fmt("a firmware update that gives the slot its node; until then "
@@ -422,7 +424,11 @@ static void banned_fix(const struct irqbalance *b, const struct nic *nic, hwloc_
  * next boot, when the IRQ numbers may change. With it, an affinity
  * written by hand holds only for an IRQ banned from it; any other it
  * places on the node sysfs gives the device (placement.c,
- * place_irq_in_node()), unless every CPU of that node is banned.
+ * place_irq_in_node()), unless every CPU of that node is banned. It
+ * writes an IRQ's affinity only when it moves the IRQ itself (activate.c,
+ * activate_mapping()): every IRQ when it starts, later only those their
+ * load moves. So an IRQ moved off the node by hand after it started stays
+ * there until irqbalance restarts, however long it runs.
  */
 static void irqs_fix(const struct nic_audit *a, const struct nic *nic, const char *cpus,
                      hwloc_const_bitmap_t node, const char *off, enum left_alone left, char **fix,
@@ -460,12 +466,13 @@ static void irqs_fix(const struct nic_audit *a, const struct nic *nic, const cha
     } else if (hwloc_bitmap_isincluded(node, b->banned)) {
         banned_fix(b, nic, node, fix, persist);
     } else {
-        *fix = doc_fmt("irqbalance should move them to node %d within its 10 s interval; if they "
-                       "stay, systemctl restart irqbalance, or ban them from it (--banirq) and "
-                       "%s",
-                       nic->node, now);
-        *persist = doc_fmt("irqbalance, left running: it places a device's IRQs on the node sysfs "
-                           "gives it, %d here",
+        *fix = doc_fmt("systemctl restart irqbalance: it places every IRQ on its device's node "
+                       "(%d here) when it starts, but one whose affinity was written after that "
+                       "stays where it was written until its load moves it",
+                       nic->node);
+        *persist = doc_fmt("irqbalance, left running, places them on node %d at each start; "
+                           "whatever wrote their affinity after it (a tuning script, a driver's "
+                           "set_irq_affinity script) must not run again",
                            nic->node);
     }
     free(now);
@@ -544,8 +551,8 @@ static void check_irqbalance(const struct nic_audit *a)
     if (b->pid == 0 && a->d->container) { /* a container sees its own processes only */
         doc_add(a->d, "nic", "nic.irqbalance", SEV_INFO,
                 doc_fmt("irqbalance is not seen from inside a container"),
-                doc_fmt("if the host runs it, it moves the card's IRQs every 10 s, and their fix "
-                        "goes through the host's /etc/default/irqbalance"),
+                doc_fmt("if the host runs it, it places the card's IRQs, and their fix goes "
+                        "through the host's /etc/default/irqbalance"),
                 NULL, NULL);
         return;
     }
@@ -561,9 +568,10 @@ static void check_irqbalance(const struct nic_audit *a)
             doc_fmt("irqbalance runs (pid %d); banned CPUs: %s (%s); banned IRQs: %s%s%s%s", b->pid,
                     banned, b->banned_from, irqs, b->args[0] ? "; IRQBALANCE_ARGS=\"" : "", b->args,
                     b->args[0] ? "\"" : ""),
-            doc_fmt("every 10 s it moves IRQs, each to its device's node when sysfs gives one and "
-                    "never to a banned CPU: an affinity written by hand holds only for an IRQ it "
-                    "leaves alone (--banirq, or ban=true from a --policyscript), and it reads "
+            doc_fmt("at its start it places each IRQ on its device's node where sysfs gives one, "
+                    "never on a banned CPU, and every 10 s it moves those their load calls for: "
+                    "an affinity written by hand holds for good only for an IRQ it leaves alone "
+                    "(--banirq, or ban=true from a --policyscript), and it reads "
                     "/etc/default/irqbalance only when it starts"),
             NULL, NULL);
     free(banned);
