@@ -181,6 +181,13 @@ bool doc_rd_long(const struct doc *d, const char *path, long long *v)
     return end != buf;
 }
 
+bool doc_rd_list(const struct doc *d, const char *path, hwloc_bitmap_t set)
+{
+    char buf[8192]; /* a list of 8192 CPUs as sysfs writes it, in ranges, is far shorter */
+    hwloc_bitmap_zero(set);
+    return doc_rd(d, path, buf, sizeof(buf)) && bitmap_parse(set, buf);
+}
+
 /*
  * Which checks a profile gets, by what it sets: never by its file's name,
  * nor by the words of its free-text `fears`, whose rewording must not change

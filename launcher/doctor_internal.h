@@ -4,15 +4,16 @@
  * doctor.c runs the audit and holds the checks of the CPU, NUMA, IO and
  * files; doctor_memory.c those of THP, swap, overcommit and dirty pages;
  * doctor_hugepages.c whether hugetlbfs holds a service's shared memory;
- * doctor_nic.c those of the network card near names (its node, its queue
- * IRQs, irqbalance, RPS and XPS); doctor_container.c those of the
- * cgroup's limits and the capabilities tunerun needs. Each adds findings
- * to one struct doc.
+ * doctor_nic.c those of the network card near names (its node, RPS and
+ * XPS), and doctor_nic_irqs.c its queue IRQs and irqbalance;
+ * doctor_container.c those of the cgroup's limits and the capabilities
+ * tunerun needs. Each adds findings to one struct doc.
  */
 #ifndef TUNERUN_DOCTOR_INTERNAL_H
 #define TUNERUN_DOCTOR_INTERNAL_H
 
 #include <dirent.h>
+#include <hwloc/bitmap.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -38,6 +39,8 @@ void doc_at_root(const struct doc *d, const char *path, char *full, size_t n);
 /* A file's first line, or its leading number, under --root: never through a link to a device. */
 bool doc_rd(const struct doc *d, const char *path, char *buf, size_t n);
 bool doc_rd_long(const struct doc *d, const char *path, long long *v);
+/* A CPU or node list file ("0-7,16") under --root into set; false, set empty, where none is. */
+bool doc_rd_list(const struct doc *d, const char *path, hwloc_bitmap_t set);
 /* A whole small file under --root (at most max bytes), or NULL. */
 char *doc_rd_text(const struct doc *d, const char *path, size_t max);
 bool doc_has_file(const struct doc *d, const char *path);
@@ -63,6 +66,19 @@ void doctor_check_vm(struct doc *d);        /* doctor_memory.c */
 void doctor_check_hugepages(struct doc *d); /* doctor_hugepages.c */
 void doctor_check_io(struct doc *d);
 void doctor_check_nic(struct doc *d); /* doctor_nic.c */
+
+/*
+ * doctor_nic_irqs.c, for doctor_nic.c: /proc/interrupts and irqbalance's
+ * settings, read once for every card; then nic.irqbalance, and nic.irqs
+ * for each card against the CPUs of its node.
+ */
+struct nic;
+struct nic_irqs;
+struct nic_irqs *nic_irqs_read(struct doc *d);
+void nic_irqs_free(struct nic_irqs *irqs);
+void doctor_check_irqbalance(const struct nic_irqs *irqs);
+void doctor_check_irqs(const struct nic_irqs *irqs, const struct nic *nic,
+                       hwloc_const_bitmap_t node);
 void doctor_check_files(struct doc *d);
 void doctor_check_cgroup(struct doc *d); /* doctor_container.c */
 void doctor_check_caps(struct doc *d);   /* doctor_container.c */
