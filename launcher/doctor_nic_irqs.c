@@ -9,10 +9,10 @@
  * when that CPU is on the card's node. What decides that CPU is the IRQ's
  * affinity, and on most hosts irqbalance writes it: when it starts it puts
  * each device's IRQs on the device's node, never on a CPU it is told to
- * ban, and leaves alone an IRQ it is told to (--banirq, a policy
- * script's ban=true). So the fix for an IRQ off the node goes through
- * irqbalance's own settings (/etc/default/irqbalance) wherever it runs,
- * since it would undo a raw smp_affinity write sooner or later, and
+ * ban, and leaves alone an IRQ it is told to (--banirq, --banmod, a
+ * policy script's ban=true). So the fix for an IRQ off the node goes
+ * through irqbalance's own settings (/etc/default/irqbalance) wherever it
+ * runs, since it would undo a raw smp_affinity write sooner or later, and
  * through smp_affinity only for the IRQs it leaves alone or where it does
  * not run. What irqbalance does is read from its 1.9 source (Debian 12's).
  *
@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define IRQ_MAX 512       /* queue IRQs of one device told apart (mlx5 has one per CPU) */
 #define ENV_MAX (1 << 16) /* /etc/default/irqbalance: Debian's is 1.4 KiB */
@@ -47,8 +48,10 @@ struct irqbalance {
     hwloc_bitmap_t banned; /* the CPUs it gives no IRQ */
     char banned_from[96];  /* which setting banned them */
     hwloc_bitmap_t banirq; /* the IRQs it leaves alone (--banirq) */
-    char args[256];        /* IRQBALANCE_ARGS, as the file sets it */
-    bool policyscript;     /* a --policyscript may ban or place any IRQ */
+    char banmod[4][32];    /* the modules whose IRQs it leaves alone (--banmod), the first 4 */
+    size_t nbanmod;
+    char args[256];    /* IRQBALANCE_ARGS, as the file sets it */
+    bool policyscript; /* a --policyscript may ban or place any IRQ */
 };
 
 /* What the IRQ checks share: read once for every NIC. */
@@ -85,21 +88,36 @@ static char *env_value(const char *text, const char *name)
 }
 
 /*
- * What irqbalance's options leave alone: each --banirq's IRQ (also as -i
- * N, or --banirq N), and whether a --policyscript (-l) may ban more.
+ * An option's value in IRQBALANCE_ARGS, however it is spelled: "--banirq=62",
+ * "-i62", or "--banirq" or "-i" with the value as the next word (*next
+ * then asks for it). NULL when t is not that option, or not yet its value.
+ */
+static const char *option_value(const char *t, const char *lng, const char *shrt, bool *next)
+{
+    size_t len = strlen(lng);
+    const char *v = *next                                        ? t
+                    : strncmp(t, lng, len) == 0 && t[len] == '=' ? t + len + 1
+                    : strncmp(t, shrt, 2) == 0 && t[2]           ? t + 2
+                                                                 : NULL;
+    *next = strcmp(t, lng) == 0 || strcmp(t, shrt) == 0;
+    return v;
+}
+
+/*
+ * What irqbalance's options leave alone: each --banirq's IRQ (-i), each
+ * --banmod's module (-m), and whether a --policyscript (-l) may ban more.
  */
 static void read_args(struct irqbalance *b, const char *args)
 {
     char *copy = xstrdup(args), *save = NULL;
-    bool banirq_next = false;
+    bool irq_next = false, mod_next = false;
     for (char *t = strtok_r(copy, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
-        const char *num = banirq_next                        ? t
-                          : strncmp(t, "--banirq=", 9) == 0  ? t + 9
-                          : strncmp(t, "-i", 2) == 0 && t[2] ? t + 2
-                                                             : NULL;
-        banirq_next = strcmp(t, "--banirq") == 0 || strcmp(t, "-i") == 0;
+        const char *num = option_value(t, "--banirq", "-i", &irq_next);
+        const char *mod = option_value(t, "--banmod", "-m", &mod_next);
         if (num && isdigit((unsigned char)*num))
             hwloc_bitmap_set(b->banirq, (unsigned)strtoul(num, NULL, 10));
+        if (mod && b->nbanmod < sizeof(b->banmod) / sizeof(b->banmod[0]))
+            snprintf(b->banmod[b->nbanmod++], sizeof(b->banmod[0]), "%s", mod);
         b->policyscript |= strncmp(t, "--policyscript", 14) == 0 || strncmp(t, "-l", 2) == 0;
     }
     free(copy);
@@ -248,12 +266,57 @@ static size_t queue_irqs(const struct nic_irqs *a, const struct nic *nic, struct
     return n;
 }
 
-/* How irqbalance treats the IRQs found off the node. */
-enum left_alone {
-    MOVED,       /* it may move them: none is banned from it */
-    BANIRQ,      /* each is banned from it with --banirq */
-    POLICY_MAYBE /* not all by --banirq, but a --policyscript may ban them */
+/* The queue IRQs found off the card's node, as their fix needs them. */
+struct off_node {
+    char *all;    /* each one's number, separated by spaces */
+    char *alone;  /* those irqbalance leaves alone, "" for none */
+    char *placed; /* those it places, "" for none */
+    char how[96]; /* what leaves them alone: "--banirq", "--banmod=ixgbe", or both */
 };
+
+/* The name of the driver bound to the card's PCI function, "" when none is. */
+static void pci_driver(const struct doc *d, const struct nic *nic, char *name, size_t n)
+{
+    char path[512], at[8192], to[512];
+    snprintf(path, sizeof(path), "%s/driver", nic->dev);
+    doc_at_root(d, path, at, sizeof(at));
+    ssize_t len = readlink(at, to, sizeof(to) - 1);
+    to[len > 0 ? len : 0] = '\0';
+    const char *base = strrchr(to, '/') ? strrchr(to, '/') + 1 : to;
+    snprintf(name, n, "%.*s", (int)(n - 1), base); /* a driver's name is short: 64 is plenty */
+}
+
+/*
+ * Whether irqbalance leaves IRQ q alone, as classify.c's
+ * check_for_irq_ban() decides it: its number given to --banirq, or a
+ * --banmod name within the name of the driver of the card's PCI function
+ * (virtio-pci for a virtio NIC, not virtio_net) or within the IRQ's own
+ * name. What bans it is added to o->how.
+ */
+static bool left_alone(const struct irqbalance *b, const char *driver, const struct irq *q,
+                       struct off_node *o)
+{
+    char mod[48] = "";
+    const char *by = hwloc_bitmap_isset(b->banirq, (unsigned)q->n) ? "--banirq" : NULL;
+    for (size_t k = 0; by == NULL && k < b->nbanmod; k++)
+        if (strstr(driver, b->banmod[k]) || strstr(q->name, b->banmod[k])) {
+            snprintf(mod, sizeof(mod), "--banmod=%s", b->banmod[k]);
+            by = mod;
+        }
+    size_t used = strlen(o->how);
+    if (by && !strstr(o->how, by))
+        snprintf(o->how + used, sizeof(o->how) - used, "%s%s", used ? " and " : "", by);
+    return by != NULL;
+}
+
+/* The command that writes the node's CPUs as the affinity of each IRQ of list ("62 63"). */
+static char *affinity_now(const char *list, const char *cpus)
+{
+    return strchr(list, ' ')
+               ? doc_fmt("for i in %s; do echo %s > /proc/irq/$i/smp_affinity_list; done", list,
+                         cpus)
+               : doc_fmt("echo %s > /proc/irq/%s/smp_affinity_list", cpus, list);
+}
 
 /*
  * irqbalance bans every CPU of the card's node, so it sends the card's
@@ -293,52 +356,31 @@ static void banned_fix(const struct irqbalance *b, const struct nic *nic, hwloc_
 }
 
 /*
- * The fix for queue IRQs handled off the card's node, which depends on
- * irqbalance. Without it, an affinity written by hand holds until the
- * next boot, when the IRQ numbers may change. With it, an affinity
- * written by hand holds only for an IRQ banned from it; any other it
- * places on the node sysfs gives the device (placement.c,
- * place_irq_in_node()), unless every CPU of that node is banned. It
- * writes an IRQ's affinity only when it moves the IRQ itself (activate.c,
- * activate_mapping()): every IRQ when it starts, later only those their
- * load moves. So an IRQ moved off the node by hand after it started stays
- * there until irqbalance restarts, however long it runs.
+ * The fix for the IRQs off the node that irqbalance places (placed, its
+ * numbers): why it did not place them on the card's node. If every CPU of
+ * the node is banned, the ban. Else it wrote their affinity there when it
+ * started, and something wrote another since: it writes an IRQ's affinity
+ * only when it moves the IRQ itself (activate.c, activate_mapping()), at
+ * its start, and later only for those their load moves. So they stay off
+ * the node until irqbalance restarts, however long it runs. A policy
+ * script may ban them too, which doctor cannot run to know.
  */
-static void irqs_fix(const struct nic_irqs *a, const struct nic *nic, const char *cpus,
-                     hwloc_const_bitmap_t node, const char *off, enum left_alone left, char **fix,
-                     char **persist)
+static void placed_fix(const struct nic_irqs *a, const struct nic *nic, hwloc_const_bitmap_t node,
+                       const char *cpus, const char *placed, char **fix, char **persist)
 {
     const struct irqbalance *b = &a->b;
-    char *now =
-        strchr(off, ' ')
-            ? doc_fmt("for i in %s; do echo %s > /proc/irq/$i/smp_affinity_list; done", off, cpus)
-            : doc_fmt("echo %s > /proc/irq/%s/smp_affinity_list", cpus, off);
-    if (b->pid == 0) {
-        *fix = now;
-        *persist = doc_fmt("a oneshot unit, as IRQ numbers change between boots: "
-                           "/etc/systemd/system/tunerun-irq-%s.service with [Unit] "
-                           "After=network-online.target, [Service] Type=oneshot and "
-                           "ExecStart=/bin/sh -c 'for i in %s/msi_irqs/*; do echo %s > "
-                           "/proc/irq/$${i##*/}/smp_affinity_list; done', [Install] "
-                           "WantedBy=multi-user.target; then systemctl enable it",
-                           nic->name, nic->dev, cpus);
-        return;
-    }
-    if (left != MOVED) {
-        *fix = doc_fmt("%s (irqbalance leaves them alone: %s)", now,
-                       left == BANIRQ ? "--banirq" : "its --policyscript may ban them");
-        *persist =
-            left == BANIRQ
-                ? doc_fmt("take their --banirq out of IRQBALANCE_ARGS in /etc/default/irqbalance "
-                          "(it has \"%s\"), and irqbalance keeps them on node %d itself, whatever "
-                          "their numbers at the next boot",
-                          b->args, nic->node)
-                : doc_fmt("have irqbalance's policy script (IRQBALANCE_ARGS=\"%s\" in "
-                          "/etc/default/irqbalance) print ban=false for %s's IRQs, and irqbalance "
-                          "keeps them on node %d itself",
-                          b->args, nic->dev, nic->node);
-    } else if (hwloc_bitmap_isincluded(node, b->banned)) {
+    if (hwloc_bitmap_isincluded(node, b->banned)) {
         banned_fix(b, nic, node, fix, persist);
+    } else if (b->policyscript) {
+        char *now = affinity_now(placed, cpus);
+        *fix = doc_fmt("%s, if irqbalance's --policyscript bans them (ban=true); if it does not, "
+                       "systemctl restart irqbalance places them on node %d",
+                       now, nic->node);
+        *persist = doc_fmt("have irqbalance's policy script (IRQBALANCE_ARGS=\"%s\" in "
+                           "/etc/default/irqbalance) print ban=false for %s's IRQs, then "
+                           "systemctl restart irqbalance: it keeps them on node %d itself",
+                           b->args, nic->dev, nic->node);
+        free(now);
     } else {
         *fix = doc_fmt("systemctl restart irqbalance: it places every IRQ on its device's node "
                        "(%d here) when it starts, but one whose affinity was written after that "
@@ -349,7 +391,61 @@ static void irqs_fix(const struct nic_irqs *a, const struct nic *nic, const char
                            "set_irq_affinity script) must not run again",
                            nic->node);
     }
-    free(now);
+}
+
+/*
+ * The fix for queue IRQs handled off the card's node, which depends on
+ * irqbalance. Without it, an affinity written by hand holds until the
+ * next boot, when the IRQ numbers may change. With it, an affinity
+ * written by hand holds only for an IRQ it leaves alone; any other it
+ * places on the node sysfs gives the device (placement.c,
+ * place_irq_in_node()), unless every CPU of that node is banned. Where
+ * it leaves some alone and places the rest, the fix is both.
+ */
+static void irqs_fix(const struct nic_irqs *a, const struct nic *nic, const char *cpus,
+                     hwloc_const_bitmap_t node, const struct off_node *o, char **fix,
+                     char **persist)
+{
+    const struct irqbalance *b = &a->b;
+    if (b->pid == 0) {
+        *fix = affinity_now(o->all, cpus);
+        *persist = doc_fmt("a oneshot unit, as IRQ numbers change between boots: "
+                           "/etc/systemd/system/tunerun-irq-%s.service with [Unit] "
+                           "After=network-online.target, [Service] Type=oneshot and "
+                           "ExecStart=/bin/sh -c 'for i in %s/msi_irqs/*; do echo %s > "
+                           "/proc/irq/$${i##*/}/smp_affinity_list; done', [Install] "
+                           "WantedBy=multi-user.target; then systemctl enable it",
+                           nic->name, nic->dev, cpus);
+        return;
+    }
+    char *pf = NULL, *pp = NULL, *af = NULL, *ap = NULL;
+    if (*o->placed)
+        placed_fix(a, nic, node, cpus, o->placed, &pf, &pp);
+    if (*o->alone) {
+        char *now = affinity_now(o->alone, cpus);
+        bool one = strchr(o->alone, ' ') == NULL;
+        af = doc_fmt("%s (irqbalance leaves %s alone: %s)", now, one ? "it" : "them", o->how);
+        ap = doc_fmt("IRQBALANCE_ARGS in /etc/default/irqbalance without %s for %s (it has "
+                     "\"%s\"), then systemctl restart irqbalance: it keeps %s on node %d itself, "
+                     "whatever %s numbers at the next boot",
+                     o->how, o->alone, b->args, one ? "it" : "them", nic->node,
+                     one ? "its" : "their");
+        free(now);
+    }
+    *fix = pf && af ? doc_fmt("%s; and %s", pf, af) : xstrdup(pf ? pf : af);
+    *persist = pp && ap ? doc_fmt("%s; and %s", pp, ap) : xstrdup(pp ? pp : ap);
+    free(pf);
+    free(pp);
+    free(af);
+    free(ap);
+}
+
+/* A list of numbers, one more added: "62", then "62 63". */
+static void list_add(char **list, int n)
+{
+    char *more = doc_fmt("%s%s%d", *list, **list ? " " : "", n);
+    free(*list);
+    *list = more;
 }
 
 /*
@@ -362,21 +458,21 @@ void doctor_check_irqs(const struct nic_irqs *a, const struct nic *nic, hwloc_co
     struct doc *d = a->d;
     struct irq *v = xcalloc(IRQ_MAX, sizeof(*v));
     size_t n = queue_irqs(a, nic, v), nout = 0;
-    char *cpus = bitmap_list(node), *off = xstrdup(""), *shown = xstrdup("");
-    bool banirq = true; /* every IRQ off the node is banned from irqbalance */
+    char *cpus = bitmap_list(node), *shown = xstrdup(""), driver[64];
+    struct off_node o = {.all = xstrdup(""), .alone = xstrdup(""), .placed = xstrdup("")};
+    pci_driver(d, nic, driver, sizeof(driver));
     for (size_t i = 0; i < n; i++) {
         if (hwloc_bitmap_intersects(v[i].cpus, node))
             continue;
         char *on = bitmap_list(v[i].cpus);
-        char *o = doc_fmt("%s%s%d", off, nout ? " " : "", v[i].n);
         char *s = nout < 8 ? doc_fmt("%s%s%d %s on CPU %s", shown, nout ? ", " : "", v[i].n,
                                      v[i].name, on)
                            : xstrdup(shown);
         free(on);
-        free(off);
         free(shown);
-        off = o, shown = s;
-        banirq &= hwloc_bitmap_isset(a->b.banirq, (unsigned)v[i].n);
+        shown = s;
+        list_add(&o.all, v[i].n);
+        list_add(left_alone(&a->b, driver, &v[i], &o) ? &o.alone : &o.placed, v[i].n);
         nout++;
     }
     if (n == 0) {
@@ -393,11 +489,7 @@ void doctor_check_irqs(const struct nic_irqs *a, const struct nic *nic, hwloc_co
                 NULL, NULL, NULL);
     } else {
         char *fix, *persist;
-        irqs_fix(a, nic, cpus, node, off,
-                 banirq              ? BANIRQ
-                 : a->b.policyscript ? POLICY_MAYBE
-                                     : MOVED,
-                 &fix, &persist);
+        irqs_fix(a, nic, cpus, node, &o, &fix, &persist);
         doc_add(d, "nic", "nic.irqs", SEV_WARN,
                 doc_fmt("%s: %zu of %zu queue IRQs handled off node %d (CPUs %s): %s%s", nic->name,
                         nout, n, nic->node, cpus, shown, nout > 8 ? ", ..." : ""),
@@ -412,8 +504,10 @@ void doctor_check_irqs(const struct nic_irqs *a, const struct nic *nic, hwloc_co
         hwloc_bitmap_free(v[i].cpus);
     free(v);
     free(cpus);
-    free(off);
     free(shown);
+    free(o.all);
+    free(o.alone);
+    free(o.placed);
 }
 
 /* ---- nic.irqbalance -------------------------------------------------------- */
@@ -445,7 +539,7 @@ void doctor_check_irqbalance(const struct nic_irqs *a)
             doc_fmt("at its start it places each IRQ on its device's node where sysfs gives one, "
                     "never on a banned CPU, and every 10 s it moves those their load calls for: "
                     "an affinity written by hand holds for good only for an IRQ it leaves alone "
-                    "(--banirq, or ban=true from a --policyscript), and it reads "
+                    "(--banirq, --banmod, or ban=true from a --policyscript), and it reads "
                     "/etc/default/irqbalance only when it starts"),
             NULL, NULL);
     free(banned);

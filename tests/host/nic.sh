@@ -42,7 +42,7 @@ expect_match "doctor nic: ... why says what crosses the interconnect" "$(nic_fin
 expect_match "doctor nic: IRQs irqbalance leaves alone are pinned by hand, now" "$(nic_finding "$text" nic.irqs)" \
     'fix: for i in 62 63; do echo 8-15 > /proc/irq/\$i/smp_affinity_list; done \(irqbalance leaves them alone: --banirq\)$'
 expect_match "doctor nic: ... and for good, irqbalance is let place them" "$(nic_finding "$text" nic.irqs)" \
-    'for good: take their --banirq out of IRQBALANCE_ARGS in /etc/default/irqbalance \(it has "--banirq=62 --banirq=63"\), and irqbalance keeps them on node 1 itself'
+    'for good: IRQBALANCE_ARGS in /etc/default/irqbalance without --banirq for 62 63 \(it has "--banirq=62 --banirq=63"\), then systemctl restart irqbalance: it keeps them on node 1 itself'
 expect_match "doctor nic: irqbalance is found running, with what /etc/default/irqbalance tells it" \
     "$(nic_finding "$text" nic.irqbalance)" \
     'nic.irqbalance +irqbalance runs \(pid 123\); banned CPUs: none \(the kernel.s isolated and nohz_full CPUs, irqbalance.s default\); banned IRQs: 62-63; IRQBALANCE_ARGS="--banirq=62 --banirq=63"$'
@@ -70,6 +70,34 @@ expect_match "doctor nic: ... so the fix writes the affinity" "$(nic_finding "$t
 expect_match "doctor nic: ... and a oneshot unit writes it at boot through the PCI function's msi_irqs" \
     "$(nic_finding "$text" nic.irqs)" \
     "for good: a oneshot unit, .*tunerun-irq-eth0.service .*ExecStart=/bin/sh -c 'for i in /sys/devices/pci0000:80/0000:80:02.0/0000:81:00.0/msi_irqs/\*; do echo 8-15 > /proc/irq/\\$\\$\{i##\*/\}/smp_affinity_list; done'"
+v=$(nic_copy banmod)
+sed -i 's/^IRQBALANCE_ARGS=.*/IRQBALANCE_ARGS="--banmod=ixgbe"/' "$v/etc/default/irqbalance"
+expect_match "doctor nic: a module banned from irqbalance (--banmod) leaves its card's IRQs alone too" \
+    "$(nic_finding "$(./tunerun doctor redis --root "$v")" nic.irqs)" \
+    'fix: for i in 62 63; do echo 8-15 > /proc/irq/\$i/smp_affinity_list; done \(irqbalance leaves them alone: --banmod=ixgbe\)$'
+sed -i 's/^IRQBALANCE_ARGS=.*/IRQBALANCE_ARGS="-i 62"/' "$v/etc/default/irqbalance"
+text=$(./tunerun doctor redis --root "$v")
+expect_match "doctor nic: of IRQs it leaves alone and IRQs it places, the fix is each one's" "$(nic_finding "$text" nic.irqs)" \
+    'fix: systemctl restart irqbalance: .*; and echo 8-15 > /proc/irq/62/smp_affinity_list \(irqbalance leaves it alone: --banirq\)$'
+expect_match "doctor nic: ... and for good too" "$(nic_finding "$text" nic.irqs)" \
+    'for good: irqbalance, left running, places them on node 1 at each start; .*; and IRQBALANCE_ARGS in /etc/default/irqbalance without --banirq for 62 \(it has "-i 62"\)'
+sed -i 's|^IRQBALANCE_ARGS=.*|IRQBALANCE_ARGS="--policyscript=/etc/irqbalance.d"|' "$v/etc/default/irqbalance"
+text=$(./tunerun doctor redis --root "$v")
+expect_match "doctor nic: a policy script may ban them: the fix works either way" "$(nic_finding "$text" nic.irqs)" \
+    'fix: for i in 62 63; do echo 8-15 > /proc/irq/\$i/smp_affinity_list; done, if irqbalance.s --policyscript bans them \(ban=true\); if it does not, systemctl restart irqbalance places them on node 1$'
+expect_match "doctor nic: ... and for good, the script lets irqbalance place them" "$(nic_finding "$text" nic.irqs)" \
+    'for good: have irqbalance.s policy script .* print ban=false for /sys/devices/pci0000:80/0000:80:02.0/0000:81:00.0.s IRQs, then systemctl restart irqbalance'
+# the virtio NIC's queue 71 on node 1's CPU 9: irqbalance matches --banmod against the PCI
+# function's driver (virtio-pci) and the IRQ's name (virtio2-input.0), not virtio_net
+v=$(nic_copy banmod-virtio)
+sed -i 's/^bond0\t00000000/eth1\t00000000/' "$v/proc/net/route"
+echo 9 >"$v/proc/irq/71/effective_affinity_list"
+sed -i 's/^IRQBALANCE_ARGS=.*/IRQBALANCE_ARGS="--banmod=virtio_net"/' "$v/etc/default/irqbalance"
+expect_match "doctor nic: --banmod names the PCI function's driver, so virtio_net leaves a virtio NIC's IRQs to irqbalance" \
+    "$(nic_finding "$(./tunerun doctor redis --root "$v")" nic.irqs)" "fix: systemctl restart irqbalance"
+sed -i 's/^IRQBALANCE_ARGS=.*/IRQBALANCE_ARGS="-m virtio"/' "$v/etc/default/irqbalance"
+expect_match "doctor nic: ... and virtio leaves them alone" "$(nic_finding "$(./tunerun doctor redis --root "$v")" nic.irqs)" \
+    'fix: echo 0-7 > /proc/irq/71/smp_affinity_list \(irqbalance leaves it alone: --banmod=virtio\)$'
 v=$(nic_copy banned)
 sed -i 's/^IRQBALANCE_ARGS=.*/IRQBALANCE_BANNED_CPULIST="4-15"/' "$v/etc/default/irqbalance"
 text=$(./tunerun doctor redis --root "$v")
