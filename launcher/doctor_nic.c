@@ -197,6 +197,25 @@ static int queue_masks(const struct doc *d, const char *ifname, const char *kind
 }
 
 /*
+ * For good, a queue setting is a udev rule that runs script (sh, with
+ * /sys$env{DEVPATH} the interface's directory) each time the card's
+ * interface appears or is renamed. It matches the interface by its card's
+ * PCI function, not by its name, and on the interface's own event, not its
+ * queues': the kernel announces the queues under the interface's first
+ * name (eth0), and udev renames it (enp129s0f0) only after, so a rule on
+ * the queues by the final name never matches at boot, and one by the first
+ * name writes under a path that is gone. The rename's own event, "move",
+ * comes with the new path.
+ */
+static char *udev_rule(const struct nic *nic, const char *file, const char *script)
+{
+    const char *pci = strrchr(nic->dev, '/') ? strrchr(nic->dev, '/') + 1 : nic->dev;
+    return doc_fmt("ACTION==\"add|move\", SUBSYSTEM==\"net\", KERNELS==\"%s\", "
+                   "RUN+=\"/bin/sh -c '%s'\" in /etc/udev/rules.d/%s",
+                   pci, script, file);
+}
+
+/*
  * RPS (rx-N/rps_cpus) hands each received packet's protocol work from
  * the CPU its IRQ came in on to one of a mask's CPUs. scaling.rst: with a
  * hardware queue per CPU it is redundant; with fewer queues it may help,
@@ -217,10 +236,11 @@ static void check_rps(const struct nic_audit *a, const struct nic *nic, hwloc_co
                     : doc_fmt("for q in /sys/class/net/%s/queues/rx-*; do echo %s > "
                               "$q/rps_cpus; done",
                               nic->name, mask);
-    char *rule = doc_fmt("SUBSYSTEM==\"queues\", ACTION==\"add\", "
-                         "DEVPATH==\"*/net/%s/queues/rx-*\", ATTR{rps_cpus}=\"%s\" in "
-                         "/etc/udev/rules.d/60-tunerun-rps.rules",
-                         nic->name, mask);
+    char *script = doc_fmt("for q in /sys$env{DEVPATH}/queues/rx-*; do echo %s > $$q/rps_cpus; "
+                           "done",
+                           mask);
+    char *rule = udev_rule(nic, "60-tunerun-rps.rules", script);
+    free(script);
     bool off = hwloc_bitmap_iszero(rps), far = !off && !hwloc_bitmap_isincluded(rps, node);
     bool one_node = d->p && d->p->placement.nodes == 1;
     if (nrx == 0) {

@@ -48,8 +48,10 @@ expect_match "doctor nic: irqbalance is found running, with what /etc/default/ir
     'nic.irqbalance +irqbalance runs \(pid 123\); banned CPUs: none \(the kernel.s isolated and nohz_full CPUs, irqbalance.s default\); banned IRQs: 62-63; IRQBALANCE_ARGS="--banirq=62 --banirq=63"$'
 expect_match "doctor nic: RPS off on 4 queues for 8 CPUs is advice, spread over the card's node" \
     "$(nic_finding "$text" nic.rps)" 'fix: for q in /sys/class/net/eth0/queues/rx-\*; do echo ff00 > \$q/rps_cpus; done$'
-expect_match "doctor nic: ... kept by a udev rule on the queues' add events" "$(nic_finding "$text" nic.rps)" \
-    'for good: SUBSYSTEM=="queues", ACTION=="add", DEVPATH=="\*/net/eth0/queues/rx-\*", ATTR\{rps_cpus\}="ff00" in /etc/udev/rules.d/60-tunerun-rps.rules$'
+# the queues' own add events carry the name udev renames: the rule is on the interface, by its card
+expect_match "doctor nic: ... kept by a udev rule on the interface's add and rename, matched by its PCI function" \
+    "$(nic_finding "$text" nic.rps)" \
+    'for good: ACTION=="add\|move", SUBSYSTEM=="net", KERNELS=="0000:81:00.0", RUN\+="/bin/sh -c .for q in /sys\$env\{DEVPATH\}/queues/rx-\*; do echo ff00 > \$\$q/rps_cpus; done." in /etc/udev/rules.d/60-tunerun-rps.rules$'
 expect_match "doctor nic: XPS masks are read" "$(nic_finding "$text" nic.xps)" "nic.xps +eth0: XPS maps CPUs 8-15 to its 4 transmit queues$"
 expect_match "doctor nic: the card's group stands between IO and connections" \
     "$(printf '%s\n' "$text" | grep -E '^[A-Za-z]' | tr '\n' '|')" \
