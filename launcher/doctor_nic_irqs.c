@@ -409,9 +409,17 @@ static void irqs_fix(const struct nic_irqs *a, const struct nic *nic, const char
     const struct irqbalance *b = &a->b;
     if (b->pid == 0) {
         *fix = affinity_now(o->all, cpus);
+        /*
+         * After= alone orders the unit only where something else pulls
+         * network-online.target in; Wants= pulls it in, so that the unit
+         * runs once the interfaces are up and their drivers have their
+         * vectors. Their msi_irqs/ is the PCI function's, whose path no
+         * rename of the interface changes.
+         */
         *persist = doc_fmt("a oneshot unit, as IRQ numbers change between boots: "
                            "/etc/systemd/system/tunerun-irq-%s.service with [Unit] "
-                           "After=network-online.target, [Service] Type=oneshot and "
+                           "Wants=network-online.target and After=network-online.target, "
+                           "[Service] Type=oneshot and "
                            "ExecStart=/bin/sh -c 'for i in %s/msi_irqs/*; do echo %s > "
                            "/proc/irq/$${i##*/}/smp_affinity_list; done', [Install] "
                            "WantedBy=multi-user.target; then systemctl enable it",

@@ -71,7 +71,7 @@ expect_match "doctor nic: ... so the fix writes the affinity" "$(nic_finding "$t
     'fix: for i in 62 63; do echo 8-15 > /proc/irq/\$i/smp_affinity_list; done$'
 expect_match "doctor nic: ... and a oneshot unit writes it at boot through the PCI function's msi_irqs" \
     "$(nic_finding "$text" nic.irqs)" \
-    "for good: a oneshot unit, .*tunerun-irq-eth0.service .*ExecStart=/bin/sh -c 'for i in /sys/devices/pci0000:80/0000:80:02.0/0000:81:00.0/msi_irqs/\*; do echo 8-15 > /proc/irq/\\$\\$\{i##\*/\}/smp_affinity_list; done'"
+    "for good: a oneshot unit, .*tunerun-irq-eth0.service with \\[Unit\\] Wants=network-online.target and After=network-online.target, .*ExecStart=/bin/sh -c 'for i in /sys/devices/pci0000:80/0000:80:02.0/0000:81:00.0/msi_irqs/\*; do echo 8-15 > /proc/irq/\\$\\$\{i##\*/\}/smp_affinity_list; done'"
 v=$(nic_copy banmod)
 sed -i 's/^IRQBALANCE_ARGS=.*/IRQBALANCE_ARGS="--banmod=ixgbe"/' "$v/etc/default/irqbalance"
 expect_match "doctor nic: a module banned from irqbalance (--banmod) leaves its card's IRQs alone too" \
