@@ -285,34 +285,85 @@ static void check_rps(const struct nic_audit *a, const struct nic *nic, hwloc_co
 }
 
 /*
+ * An XPS map as "queue:mask" pairs ("0:0101 1:0202"): the host's online
+ * CPUs dealt out in turn over ntx queues, CPU i to queue i mod ntx, as
+ * virtio_net deals them. Each CPU then sends on a queue of its own, or
+ * shares one with as few others as the queues allow. NULL where sysfs
+ * lists no online CPUs.
+ */
+static char *xps_pairs(const struct doc *d, int ntx)
+{
+    hwloc_bitmap_t online = hwloc_bitmap_alloc(), one = hwloc_bitmap_alloc();
+    char *pairs = NULL;
+    if (doc_rd_list(d, "/sys/devices/system/cpu/online", online) && !hwloc_bitmap_iszero(online)) {
+        pairs = xstrdup("");
+        for (int q = 0; q < ntx; q++) {
+            int i = 0;
+            unsigned cpu;
+            hwloc_bitmap_zero(one);
+            hwloc_bitmap_foreach_begin(cpu, online)
+            {
+                if (i++ % ntx == q)
+                    hwloc_bitmap_set(one, cpu);
+            }
+            hwloc_bitmap_foreach_end();
+            char *mask = kernel_mask(one),
+                 *more = doc_fmt("%s%s%d:%s", pairs, q ? " " : "", q, mask);
+            free(mask);
+            free(pairs);
+            pairs = more;
+        }
+    }
+    hwloc_bitmap_free(one);
+    hwloc_bitmap_free(online);
+    return pairs;
+}
+
+/*
  * XPS (tx-N/xps_cpus) picks a sending CPU's transmit queue by the CPU,
  * not by a hash of the flow, so that a queue's lock and its completion
  * interrupt stay with the CPUs that use it. Drivers set it at probe
  * (virtio_net, ixgbe); it means nothing for one queue, and is told, not
- * warned about, when a card of several has none.
+ * warned about, when a card of several has none, with the map that deals
+ * the CPUs out over its queues.
  */
 static void check_xps(const struct nic_audit *a, const struct nic *nic)
 {
     hwloc_bitmap_t xps = hwloc_bitmap_alloc();
     int ntx = queue_masks(a->d, nic->name, "tx", "xps_cpus", xps);
     bool off = hwloc_bitmap_iszero(xps);
-    char *set = bitmap_list(xps);
+    char *set = bitmap_list(xps), *pairs = off && ntx > 1 ? xps_pairs(a->d, ntx) : NULL;
+    char *now = NULL, *rule = NULL;
+    if (pairs) {
+        /* in a udev rule, "$$" is a "$" and "%%" a "%" */
+        now =
+            doc_fmt("for m in %s; do echo ${m#*:} > /sys/class/net/%s/queues/tx-${m%%:*}/xps_cpus; "
+                    "done",
+                    pairs, nic->name);
+        char *script = doc_fmt("for m in %s; do echo $${m#*:} > "
+                               "/sys$env{DEVPATH}/queues/tx-$${m%%%%:*}/xps_cpus; done",
+                               pairs);
+        rule = udev_rule(nic, "60-tunerun-xps.rules", script);
+        free(script);
+    }
     if (ntx == 1)
         doc_add(a->d, "nic", "nic.xps", SEV_OK,
                 doc_fmt("%s: one transmit queue: every CPU sends on it", nic->name), NULL, NULL,
                 NULL);
+    else if (ntx > 1 && off)
+        doc_add(a->d, "nic", "nic.xps", SEV_INFO,
+                doc_fmt("%s: XPS off on %d transmit queues", nic->name, ntx),
+                doc_fmt("each flow's queue is picked by a hash, so CPUs share queues' locks "
+                        "and completions may come back on the other node; %s's driver sets "
+                        "no XPS map",
+                        nic->driver[0] ? nic->driver : "the card"),
+                now, rule);
     else if (ntx > 1)
-        doc_add(
-            a->d, "nic", "nic.xps", off ? SEV_INFO : SEV_OK,
-            off ? doc_fmt("%s: XPS off on %d transmit queues", nic->name, ntx)
-                : doc_fmt("%s: XPS maps CPUs %s to its %d transmit queues", nic->name, set, ntx),
-            off ? doc_fmt("each flow's queue is picked by a hash, so CPUs share queues' locks "
-                          "and completions may come back on the other node; %s's driver sets "
-                          "no XPS map",
-                          nic->driver[0] ? nic->driver : "the card")
-                : NULL,
-            NULL, NULL);
+        doc_add(a->d, "nic", "nic.xps", SEV_OK,
+                doc_fmt("%s: XPS maps CPUs %s to its %d transmit queues", nic->name, set, ntx),
+                NULL, NULL, NULL);
     free(set);
+    free(pairs);
     hwloc_bitmap_free(xps);
 }
 

@@ -53,6 +53,15 @@ expect_match "doctor nic: ... kept by a udev rule on the interface's add and ren
     "$(nic_finding "$text" nic.rps)" \
     'for good: ACTION=="add\|move", SUBSYSTEM=="net", KERNELS=="0000:81:00.0", RUN\+="/bin/sh -c .for q in /sys\$env\{DEVPATH\}/queues/rx-\*; do echo ff00 > \$\$q/rps_cpus; done." in /etc/udev/rules.d/60-tunerun-rps.rules$'
 expect_match "doctor nic: XPS masks are read" "$(nic_finding "$text" nic.xps)" "nic.xps +eth0: XPS maps CPUs 8-15 to its 4 transmit queues$"
+v=$(nic_copy xps-off)
+for q in 0 1 2 3; do echo 0000 >"$v/sys/devices/pci0000:80/0000:80:02.0/0000:81:00.0/net/eth0/queues/tx-$q/xps_cpus"; done
+text=$(./tunerun doctor redis --root "$v")
+expect_match "doctor nic: XPS off on several queues deals the 16 online CPUs out over the 4, in turn" \
+    "$(nic_finding "$text" nic.xps)" \
+    'fix: for m in 0:1111 1:2222 2:4444 3:8888; do echo \$\{m#\*:\} > /sys/class/net/eth0/queues/tx-\$\{m%:\*\}/xps_cpus; done$'
+expect_match "doctor nic: ... kept by a udev rule, with udev's \$\$ and %% for the shell's \$ and %" \
+    "$(nic_finding "$text" nic.xps)" \
+    'for good: ACTION=="add\|move", SUBSYSTEM=="net", KERNELS=="0000:81:00.0", RUN\+="/bin/sh -c .for m in 0:1111 1:2222 2:4444 3:8888; do echo \$\$\{m#\*:\} > /sys\$env\{DEVPATH\}/queues/tx-\$\$\{m%%:\*\}/xps_cpus; done." in /etc/udev/rules.d/60-tunerun-xps.rules$'
 expect_match "doctor nic: the card's group stands between IO and connections" \
     "$(printf '%s\n' "$text" | grep -E '^[A-Za-z]' | tr '\n' '|')" \
     "\|IO scheduler\|Network card: its node, IRQs and packet steering\|Connections and files\|"
