@@ -98,6 +98,41 @@ static const char *audited_spec(const struct doc *d, bool *named)
 }
 
 /*
+ * Why the card's node matters to where the service runs, when it has one.
+ * A one-node service whose profile names no card is placed without regard
+ * to it, which near = default-route would change. A service spread over
+ * every node (nginx, nodes = all) cannot move to the card, near or not:
+ * the card's node is then where its packets' work belongs (the queue IRQs
+ * and RPS, checked next), and what of it runs on the other nodes reaches
+ * each packet across the interconnect. NULL where there is nothing to say (one
+ * node here, or near places the service).
+ */
+static char *found_why(const struct nic_audit *a, bool named, hwloc_const_bitmap_t nodes)
+{
+    const struct doc *d = a->d;
+    unsigned want = d->p->placement.nodes; /* 0: all */
+    if (a->nodes == 1)
+        return NULL;
+    if (want == 1)
+        return named ? NULL
+                     : doc_fmt("%s runs on one node, which its profile chooses without regard to "
+                               "the card: near = default-route in its [placement] puts it on the "
+                               "card's",
+                               doc_who(d));
+    if (want != 0 && want < (unsigned)a->nodes)
+        return NULL; /* near ranks the nodes its group is made of */
+    char *list = bitmap_list(nodes);
+    char *why = doc_fmt("%s runs on every node, so near cannot move it to the card: node%s %s "
+                        "%s where its packets' work belongs (the queue IRQs and RPS below), and "
+                        "what of it runs on the other nodes reaches each packet across the "
+                        "interconnect",
+                        doc_who(d), hwloc_bitmap_weight(nodes) > 1 ? "s" : "", list,
+                        hwloc_bitmap_weight(nodes) > 1 ? "are" : "is");
+    free(list);
+    return why;
+}
+
+/*
  * What `near` comes to. A NIC the firmware gives no node warns where the
  * profile named it on a host of several nodes: near cannot place the
  * service, and nothing says so at launch but the plan. A name that is not
@@ -108,7 +143,7 @@ static const char *audited_spec(const struct doc *d, bool *named)
  * whose packets the host's NIC receives, which doctor on the host audits.
  */
 static void check_node(struct nic_audit *a, const char *spec, bool named, enum near_status st,
-                       const char *what, const struct nic *v)
+                       const char *what, const struct nic *v, hwloc_const_bitmap_t nodes)
 {
     struct doc *d = a->d;
     char whose[160] = "";
@@ -168,12 +203,7 @@ static void check_node(struct nic_audit *a, const char *spec, bool named, enum n
         return;
     }
     doc_add(d, "nic", "nic.node", SEV_INFO, doc_fmt("%s%s", what, whose),
-            named || a->nodes == 1 || d->p->placement.nodes != 1
-                ? NULL
-                : doc_fmt("%s runs on one node, which its profile chooses without regard to the "
-                          "card: near = default-route in its [placement] puts it on the card's",
-                          doc_who(d)),
-            NULL, NULL);
+            found_why(a, named, nodes), NULL, NULL);
 }
 
 /* ---- nic.rps, nic.xps ------------------------------------------------------ */
@@ -381,7 +411,7 @@ void doctor_check_nic(struct doc *d)
     size_t n = 0;
     enum near_status st = nic_nodes(d->root, spec, nodes, &what, &v, &n);
     struct nic_audit a = {.d = d, .nodes = host_nodes(d)};
-    check_node(&a, spec, named, st, what, v);
+    check_node(&a, spec, named, st, what, v, nodes);
     if (st == NEAR_FOUND || st == NEAR_NO_NODE) {
         a.irqs = nic_irqs_read(d);
         bool judged = false;

@@ -24,6 +24,14 @@ done
 text=$(./tunerun doctor redis --root "$nic")
 expect_match "doctor nic: the default route's interface is followed through the bond to its card and node" \
     "$(nic_finding "$text" nic.node)" "^  info +nic.node +default-route is eth0 via bond0 \(node 1\)$"
+# nginx and HAProxy run on every node: near cannot move them, so nic.node says where the packet work belongs
+for svc in nginx haproxy; do
+    expect_match "doctor nic: $svc, spread over every node, is told the card's node is where its packets' work belongs" \
+        "$(nic_finding "$(./tunerun doctor $svc --root "$nic")" nic.node)" \
+        "why: $svc runs on every node, so near cannot move it to the card: node 1 is where its packets' work belongs"
+done
+expect "doctor nic: ... and redis, which near places on one node, is told nothing more" \
+    "$(nic_finding "$text" nic.node | grep -c 'why:')" 0
 # memcached names no near: a server of many connections (nofile 65536) is audited on the default route's
 text=$(./tunerun doctor memcached --root "$nic")
 expect_match "doctor nic: a server of many connections without near is audited on the default route's card" \
