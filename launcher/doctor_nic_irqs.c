@@ -23,6 +23,7 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,10 +55,17 @@ struct irqbalance {
     bool policyscript; /* a --policyscript may ban or place any IRQ */
 };
 
+/* An IRQ /proc/interrupts lists, and the name its driver requested it by (the line's last word). */
+struct irq_name {
+    int n;
+    char name[64];
+};
+
 /* What the IRQ checks share: read once for every NIC. */
 struct nic_irqs {
     struct doc *d;
-    char *interrupts; /* /proc/interrupts */
+    struct irq_name *names; /* /proc/interrupts, by IRQ */
+    size_t nnames;
     struct irqbalance b;
 };
 
@@ -171,11 +179,52 @@ static void read_irqbalance(struct nic_irqs *a)
     free(text);
 }
 
+static int by_number(const void *x, const void *y)
+{
+    return ((const struct irq_name *)x)->n - ((const struct irq_name *)y)->n;
+}
+
+/*
+ * /proc/interrupts as a table of the IRQs it lists by number, sorted, read
+ * once: on a host of many CPUs each line is kilobytes long and a card may
+ * have hundreds of queues, so finding each queue's line in the text again
+ * would read it hundreds of times.
+ */
+static void read_interrupts(struct nic_irqs *a)
+{
+    char *text = doc_rd_text(a->d, "/proc/interrupts", INERT_MAX);
+    size_t room = 0;
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        char *end;
+        while (*p == ' ')
+            p++;
+        long n = isdigit((unsigned char)*p) ? strtol(p, &end, 10) : -1;
+        if (n < 0 || n > INT_MAX || *end != ':')
+            continue;
+        const char *eol = strchr(end, '\n'), *w = eol ? eol : end + strlen(end);
+        while (w > end && isspace((unsigned char)w[-1]))
+            w--;
+        const char *s = w;
+        while (s > end && !isspace((unsigned char)s[-1]))
+            s--;
+        if (w == s)
+            continue;
+        if (a->nnames == room)
+            a->names = xrealloc(a->names, (room = room ? 2 * room : 256) * sizeof(*a->names));
+        struct irq_name *e = &a->names[a->nnames++];
+        e->n = (int)n;
+        snprintf(e->name, sizeof(e->name), "%.*s", (int)(w - s), s);
+    }
+    free(text);
+    if (a->nnames)
+        qsort(a->names, a->nnames, sizeof(*a->names), by_number);
+}
+
 struct nic_irqs *nic_irqs_read(struct doc *d)
 {
     struct nic_irqs *a = xcalloc(1, sizeof(*a));
     a->d = d;
-    a->interrupts = doc_rd_text(d, "/proc/interrupts", INERT_MAX);
+    read_interrupts(a);
     a->b.banned = hwloc_bitmap_alloc();
     a->b.banirq = hwloc_bitmap_alloc();
     read_irqbalance(a);
@@ -186,7 +235,7 @@ void nic_irqs_free(struct nic_irqs *a)
 {
     if (a == NULL)
         return;
-    free(a->interrupts);
+    free(a->names);
     hwloc_bitmap_free(a->b.banned);
     hwloc_bitmap_free(a->b.banirq);
     free(a);
@@ -206,25 +255,13 @@ static bool queue_irq(const char *name, const char *ifname)
            !strstr(name, "misc") && !strstr(name, "mgmnt");
 }
 
-/* The name /proc/interrupts gives IRQ n (its last word), into name; false when not requested. */
-static bool irq_name(const char *interrupts, int n, char *name, size_t size)
+/* The name /proc/interrupts gives IRQ n, or NULL where it lists none (not requested). */
+static const char *irq_name(const struct nic_irqs *a, int n)
 {
-    for (const char *p = interrupts; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-        char *end;
-        while (*p == ' ')
-            p++;
-        if (!isdigit((unsigned char)*p) || strtol(p, &end, 10) != n || *end != ':')
-            continue;
-        const char *eol = strchr(end, '\n'), *w = eol ? eol : end + strlen(end);
-        while (w > end && isspace((unsigned char)w[-1]))
-            w--;
-        const char *s = w;
-        while (s > end && !isspace((unsigned char)s[-1]))
-            s--;
-        snprintf(name, size, "%.*s", (int)(w - s), s);
-        return w > s;
-    }
-    return false;
+    struct irq_name key = {.n = n};
+    const struct irq_name *e =
+        a->nnames ? bsearch(&key, a->names, a->nnames, sizeof(*a->names), by_number) : NULL;
+    return e ? e->name : NULL;
 }
 
 static int by_irq(const void *x, const void *y)
@@ -240,15 +277,15 @@ static int by_irq(const void *x, const void *y)
  */
 static size_t queue_irqs(const struct nic_irqs *a, const struct nic *nic, struct irq *v)
 {
-    char path[512], name[64];
+    char path[512];
     int error;
     size_t n = 0;
     snprintf(path, sizeof(path), "%s/msi_irqs", nic->dev);
     DIR *h = doc_opendir(a->d, path, &error);
     for (struct dirent *e; h && n < IRQ_MAX && (e = readdir(h)) != NULL;) {
         int irq = atoi(e->d_name);
-        if (!isdigit((unsigned char)e->d_name[0]) ||
-            !irq_name(a->interrupts, irq, name, sizeof(name)) || !queue_irq(name, nic->name))
+        const char *name = isdigit((unsigned char)e->d_name[0]) ? irq_name(a, irq) : NULL;
+        if (name == NULL || !queue_irq(name, nic->name))
             continue;
         v[n] = (struct irq){.n = irq, .cpus = hwloc_bitmap_alloc()};
         snprintf(v[n].name, sizeof(v[n].name), "%s", name);
