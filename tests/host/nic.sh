@@ -203,4 +203,9 @@ expect "doctor nic: ... and its IRQs are judged against no node" \
 expect "doctor nic: a profile of few connections gets the checks when its near names a card" \
     "$(has "$(findings "$nic" "--profile-file $tmp/nic-plain.ini" --set placement.near=default-route)" nic.irqs=warn)" yes
 expect "doctor nic: nor does an audit without a profile" "$(findings "$nic" "" | tr ' ' '\n' | grep -c '^nic\.')" 0
+undocumented=
+for id in nic.node nic.irqbalance nic.irqs nic.rps nic.xps; do
+    grep -qx "\.B $id" launcher/man/tunerun.1 || undocumented="$undocumented $id"
+done
+expect "doctor nic: tunerun(1) documents each finding of the nic group" "$undocumented" ""
 expect "doctor nic: reads, never writes" "$(find "$nic" -exec stat -c '%n %s %Y' {} + | sort | md5sum)" "$nic_before"
