@@ -31,6 +31,12 @@
 
 #define IRQ_MAX 512       /* queue IRQs of one device told apart (mlx5 has one per CPU) */
 #define ENV_MAX (1 << 16) /* /etc/default/irqbalance: Debian's is 1.4 KiB */
+/*
+ * Above any IRQ number: x86's NR_IRQS is 64 a CPU, about 512 Ki for the
+ * 8192 CPUs Debian builds for. A --banirq beyond it bans nothing, and is
+ * not made a bitmap of that many bits (4294967295 would be 512 MiB).
+ */
+#define IRQ_NUMBER_LIMIT (1UL << 20)
 
 /*
  * One queue's interrupt: its number, its name in /proc/interrupts, and
@@ -122,8 +128,10 @@ static void read_args(struct irqbalance *b, const char *args)
     for (char *t = strtok_r(copy, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
         const char *num = option_value(t, "--banirq", "-i", &irq_next);
         const char *mod = option_value(t, "--banmod", "-m", &mod_next);
-        if (num && isdigit((unsigned char)*num))
-            hwloc_bitmap_set(b->banirq, (unsigned)strtoul(num, NULL, 10));
+        unsigned long irq =
+            num && isdigit((unsigned char)*num) ? strtoul(num, NULL, 10) : ULONG_MAX;
+        if (irq < IRQ_NUMBER_LIMIT)
+            hwloc_bitmap_set(b->banirq, (unsigned)irq);
         if (mod && b->nbanmod < sizeof(b->banmod) / sizeof(b->banmod[0]))
             snprintf(b->banmod[b->nbanmod++], sizeof(b->banmod[0]), "%s", mod);
         b->policyscript |= strncmp(t, "--policyscript", 14) == 0 || strncmp(t, "-l", 2) == 0;

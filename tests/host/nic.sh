@@ -89,6 +89,16 @@ expect_match "doctor nic: ... so the fix writes the affinity" "$(nic_finding "$t
 expect_match "doctor nic: ... and a oneshot unit writes it at boot through the PCI function's msi_irqs" \
     "$(nic_finding "$text" nic.irqs)" \
     "for good: a oneshot unit, .*tunerun-irq-eth0.service with \\[Unit\\] Wants=network-online.target and After=network-online.target, .*ExecStart=/bin/sh -c 'for i in /sys/devices/pci0000:80/0000:80:02.0/0000:81:00.0/msi_irqs/\*; do echo 8-15 > /proc/irq/\\$\\$\{i##\*/\}/smp_affinity_list; done'"
+v=$(nic_copy banirq-huge)
+sed -i 's/^IRQBALANCE_ARGS=.*/IRQBALANCE_ARGS="--banirq=4294967295 --banirq=62"/' "$v/etc/default/irqbalance"
+# its peak resident memory, as the kernel counts it for a waited-for child
+rss=$(python3 -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' ./tunerun doctor redis --root "$v")
+expect "doctor nic: a --banirq beyond any IRQ number is no bitmap of 2^32 bits (peak under 100 MiB)" \
+    "$([ "$rss" -lt 102400 ] && echo yes || echo "no: $rss KiB")" yes
+expect_match "doctor nic: ... and bans nothing, while the rest of IRQBALANCE_ARGS holds" \
+    "$(nic_finding "$(./tunerun doctor redis --root "$v")" nic.irqbalance)" "; banned IRQs: 62; IRQBALANCE_ARGS="
 v=$(nic_copy banmod)
 sed -i 's/^IRQBALANCE_ARGS=.*/IRQBALANCE_ARGS="--banmod=ixgbe"/' "$v/etc/default/irqbalance"
 expect_match "doctor nic: a module banned from irqbalance (--banmod) leaves its card's IRQs alone too" \
