@@ -218,13 +218,21 @@ static char *cpuset_fix(const struct cgroup *cg, const char *cpus, const char *m
     }
 }
 
-/* The nodes with memory that the process may use: all a cpuset may give it. */
-static hwloc_bitmap_t memory_nodes(const struct topo *t)
+/*
+ * The nodes with memory that the process may use: all a cpuset may give
+ * it, or (tiered) those of the tiers the profile allows, unless none is.
+ */
+static hwloc_bitmap_t memory_nodes(const struct ctx *c, bool tiered)
 {
+    const struct topo *t = c->t;
     hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
     for (size_t i = 0; i < t->nnodes; i++)
-        if (t->nodes[i].has_memory)
+        if (t->nodes[i].has_memory && (!tiered || plan_tier_allows(c, i)))
             hwloc_bitmap_set(nodes, t->nodes[i].os_index);
+    if (tiered && hwloc_bitmap_iszero(nodes)) {
+        hwloc_bitmap_free(nodes);
+        return memory_nodes(c, false);
+    }
     return nodes;
 }
 
@@ -233,7 +241,9 @@ static hwloc_bitmap_t memory_nodes(const struct topo *t)
  * pages, those nodes alone; a local or preferred policy falls back to
  * other nodes when its own are full, and a cpuset of its nodes alone
  * would turn that spill into reclaim and the OOM killer, so it keeps
- * every node it may use.
+ * every node it may use, of the tiers the profile allows: the spill of a
+ * local policy must not land on a slower tier, which only the cpuset can
+ * stop (the kernel falls back along distances).
  */
 static hwloc_bitmap_t cpuset_mems(const struct ctx *c)
 {
@@ -241,7 +251,7 @@ static hwloc_bitmap_t cpuset_mems(const struct ctx *c)
     if ((pl->mpol == PLAN_MPOL_BIND || pl->mpol == PLAN_MPOL_INTERLEAVE) &&
         !hwloc_bitmap_iszero(pl->mem_nodes))
         return hwloc_bitmap_dup(pl->mem_nodes);
-    return memory_nodes(c->t);
+    return memory_nodes(c, true);
 }
 
 /*
@@ -263,7 +273,7 @@ void plan_add_cpuset_step(struct ctx *c, const struct cgroup *cg)
         free(where);
         return;
     }
-    hwloc_bitmap_t mems = cpuset_mems(c), all = memory_nodes(c->t);
+    hwloc_bitmap_t mems = cpuset_mems(c), all = memory_nodes(c, false);
     bool pool = c->pl->nsteps > 0 && pl->steps[0].type == STEP_CLAIM && pl->steps[0].u.claim.pool;
     bool whole = hwloc_bitmap_isequal(pl->cpus, c->t->cpus) && hwloc_bitmap_isequal(mems, all);
     hwloc_bitmap_free(all);

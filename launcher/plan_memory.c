@@ -26,33 +26,44 @@ uint64_t plan_sum_mem(const struct topo *t, hwloc_const_bitmap_t nodes, bool fre
 /*
  * Add to the plan's memory nodes, nearest first to the nodes of its CPUs
  * (then the most free memory, then the lowest number), until they hold
- * `want` or every node with memory is in.
+ * `want` or every node with memory is in: the tiers the profile allows
+ * first, then slower ones, which the plan warns of unless the profile
+ * allows them.
  */
 static void grow_memory(struct ctx *c, uint64_t want)
 {
     const struct topo *t = c->t;
     struct plan *pl = c->pl;
-    while (plan_sum_mem(t, pl->mem_nodes, false) < want) {
-        int best = -1;
-        unsigned best_d = ~0u;
-        for (size_t j = 0; j < t->nnodes; j++) {
-            if (!t->nodes[j].has_memory || hwloc_bitmap_isset(pl->mem_nodes, t->nodes[j].os_index))
-                continue;
-            unsigned d = ~0u; /* to the nearest node of its CPUs */
-            for (size_t i = 0; i < t->nnodes; i++)
-                if (hwloc_bitmap_isset(pl->nodes, t->nodes[i].os_index) &&
-                    topo_distance(t, i, j) < d)
-                    d = topo_distance(t, i, j);
-            if (best < 0 || d < best_d ||
-                (d == best_d && t->nodes[j].mem_free > t->nodes[best].mem_free)) {
-                best = (int)j;
-                best_d = d;
+    for (int pass = 0; pass < 2; pass++)
+        while (plan_sum_mem(t, pl->mem_nodes, false) < want) {
+            int best = -1;
+            unsigned best_d = ~0u;
+            for (size_t j = 0; j < t->nnodes; j++) {
+                if (!t->nodes[j].has_memory ||
+                    hwloc_bitmap_isset(pl->mem_nodes, t->nodes[j].os_index) ||
+                    (pass == 0 && !plan_tier_allows(c, j)))
+                    continue;
+                unsigned d = ~0u; /* to the nearest node of its CPUs */
+                for (size_t i = 0; i < t->nnodes; i++)
+                    if (hwloc_bitmap_isset(pl->nodes, t->nodes[i].os_index) &&
+                        topo_distance(t, i, j) < d)
+                        d = topo_distance(t, i, j);
+                if (best < 0 || d < best_d ||
+                    (d == best_d && t->nodes[j].mem_free > t->nodes[best].mem_free)) {
+                    best = (int)j;
+                    best_d = d;
+                }
             }
+            if (best < 0)
+                break;
+            hwloc_bitmap_set(pl->mem_nodes, t->nodes[best].os_index);
+            if (pass == 1)
+                plan_note_add(pl, NOTE_WARN,
+                              "tiers: memory_size needs node %u too, whose memory is slower "
+                              "(%s) than the fastest tier's, which is all taken (fix: a smaller "
+                              "memory_size, or tiers = all to accept it)",
+                              t->nodes[best].os_index, t->nodes[best].speed_why);
         }
-        if (best < 0)
-            return;
-        hwloc_bitmap_set(pl->mem_nodes, t->nodes[best].os_index);
-    }
 }
 
 /*
@@ -63,9 +74,15 @@ static void grow_memory(struct ctx *c, uint64_t want)
 static void remote_cpus(const struct topo *t, const struct plan *pl, hwloc_bitmap_t out)
 {
     hwloc_bitmap_copy(out, pl->cpus);
-    for (size_t i = 0; i < t->nnodes; i++)
-        if (hwloc_bitmap_isset(pl->mem_nodes, t->nodes[i].os_index))
-            hwloc_bitmap_andnot(out, out, t->nodes[i].cpus);
+    for (size_t i = 0; i < t->nnodes; i++) {
+        if (!hwloc_bitmap_isset(pl->mem_nodes, t->nodes[i].os_index))
+            continue;
+        hwloc_bitmap_andnot(out, out, t->nodes[i].cpus);
+        /* a node that lists another's CPUs as its own is as local to them */
+        int k = t->nodes[i].shares ? topo_node_index(t, t->nodes[i].shares_cpus_of) : -1;
+        if (k >= 0)
+            hwloc_bitmap_andnot(out, out, t->nodes[k].cpus);
+    }
 }
 
 /*
@@ -108,8 +125,129 @@ static char *remote_words(const struct topo *t, const struct plan *pl)
     return words;
 }
 
+/* A note on where a chosen node's memory comes from, when not from itself. */
+static void note_home(struct ctx *c, size_t i, size_t m)
+{
+    const struct topo *t = c->t;
+    struct plan *pl = c->pl;
+    const struct topo_node *home = &t->nodes[m];
+    unsigned id = t->nodes[i].os_index;
+    if (c->p->placement.tiers == TIERS_BANDWIDTH && home->speed == SPEED_BANDWIDTH) {
+        plan_note_add(pl, NOTE_INFO,
+                      "tiers = bandwidth: node %u's memory comes from node %u, the nearest with "
+                      "more bandwidth (%s), which is small: with memory = preferred its pages go "
+                      "to the node's own memory once it is full",
+                      id, home->os_index, home->speed_why);
+        return;
+    }
+    if (!plan_tier_allows(c, m)) {
+        plan_note_add(pl, NOTE_WARN,
+                      "tiers: node %u has CPUs but no memory of the fastest tier, nor has any "
+                      "node: its memory comes from node %u, which is slower (%s)",
+                      id, home->os_index, home->speed_why);
+        return;
+    }
+    /* a slower node nearer by distance, passed over: said, as distance alone would pick it */
+    int passed = -1;
+    for (size_t j = 0; j < t->nnodes; j++)
+        if (t->nodes[j].has_memory && !plan_tier_allows(c, j) &&
+            topo_distance(t, i, j) < topo_distance(t, i, m) &&
+            (passed < 0 || topo_distance(t, i, j) < topo_distance(t, i, (size_t)passed)))
+            passed = (int)j;
+    char slower[160] = "";
+    if (passed >= 0)
+        snprintf(slower, sizeof(slower), "; node %u is nearer (%u) but slower (%s)",
+                 t->nodes[passed].os_index, topo_distance(t, i, (size_t)passed),
+                 t->nodes[passed].speed_why);
+    if (t->distance)
+        plan_note_add(pl, NOTE_INFO,
+                      "node %u has CPUs but no memory: its memory comes from node %u, the "
+                      "nearest with memory%s (distance %u)%s",
+                      id, home->os_index, passed >= 0 ? " of the fastest tier" : "",
+                      topo_distance(t, i, m), slower);
+    else /* an export without one: no distance to cite */
+        plan_note_add(pl, NOTE_INFO,
+                      "node %u has CPUs but no memory: its memory comes from node %u, the one "
+                      "with memory most free (no distance matrix says which is nearest)",
+                      id, home->os_index);
+}
+
 /*
- * Each chosen node's own memory, or a memoryless one's nearest; where no
+ * The nodes that list node i's CPUs as their own too (topo.h's
+ * shares_cpus_of): one locality, whose memory is as near those CPUs as
+ * node i's. Those of an allowed tier join its memory, and the plan says so.
+ */
+static void add_twins(struct ctx *c, size_t i)
+{
+    const struct topo *t = c->t;
+    struct plan *pl = c->pl;
+    hwloc_bitmap_t twins = hwloc_bitmap_alloc();
+    for (size_t j = 0; j < t->nnodes; j++)
+        if (t->nodes[j].shares && t->nodes[j].shares_cpus_of == t->nodes[i].os_index &&
+            plan_tier_allows(c, j) && c->p->placement.tiers != TIERS_BANDWIDTH)
+            hwloc_bitmap_set(twins, t->nodes[j].os_index);
+    if (!hwloc_bitmap_iszero(twins)) {
+        hwloc_bitmap_or(pl->mem_nodes, pl->mem_nodes, twins);
+        char *list = bitmap_list(twins);
+        bool slower = false;
+        for (size_t j = 0; j < t->nnodes; j++)
+            slower |=
+                hwloc_bitmap_isset(twins, t->nodes[j].os_index) && t->nodes[j].speed == SPEED_SLOW;
+        plan_note_add(pl, NOTE_INFO,
+                      "node%s %s list%s node %u's CPUs as their own too: one locality, so %s "
+                      "memory joins node %u's%s",
+                      hwloc_bitmap_weight(twins) > 1 ? "s" : "", list,
+                      hwloc_bitmap_weight(twins) > 1 ? "" : "s", t->nodes[i].os_index,
+                      hwloc_bitmap_weight(twins) > 1 ? "their" : "its", t->nodes[i].os_index,
+                      slower ? ", slower as it is (tiers = all)" : "");
+        free(list);
+    }
+    hwloc_bitmap_free(twins);
+}
+
+/*
+ * What of the machine's memory the tiers leave out, said once: a slower
+ * tier's nodes, and the high-bandwidth ones a profile may ask for.
+ */
+static void note_tiers(struct ctx *c)
+{
+    const struct topo *t = c->t;
+    hwloc_bitmap_t slow = hwloc_bitmap_alloc(), fast = hwloc_bitmap_alloc();
+    const char *why_slow = "", *why_fast = "";
+    for (size_t j = 0; j < t->nnodes; j++) {
+        const struct topo_node *nd = &t->nodes[j];
+        if (!nd->has_memory || plan_tier_allows(c, j))
+            continue;
+        hwloc_bitmap_set(nd->speed == SPEED_SLOW ? slow : fast, nd->os_index);
+        *(nd->speed == SPEED_SLOW ? &why_slow : &why_fast) = nd->speed_why;
+    }
+    char *s = bitmap_list(slow), *f = bitmap_list(fast);
+    if (!hwloc_bitmap_iszero(slow))
+        plan_note_add(c->pl, NOTE_INFO,
+                      "tiers: node%s %s %s slower (%s%s): left out, as %s pages would cost every "
+                      "access more (tiers = all lets %s in)",
+                      hwloc_bitmap_weight(slow) > 1 ? "s" : "", s,
+                      hwloc_bitmap_weight(slow) > 1 ? "are" : "is",
+                      hwloc_bitmap_weight(slow) > 1 ? "as " : "", why_slow,
+                      hwloc_bitmap_weight(slow) > 1 ? "their" : "its",
+                      hwloc_bitmap_weight(slow) > 1 ? "them" : "it");
+    if (!hwloc_bitmap_iszero(fast))
+        plan_note_add(c->pl, NOTE_INFO,
+                      "tiers: node%s %s ha%s more bandwidth but little room (%s%s): left out; "
+                      "tiers = bandwidth puts pages there first, for a service that streams "
+                      "through memory rather than waits on it",
+                      hwloc_bitmap_weight(fast) > 1 ? "s" : "", f,
+                      hwloc_bitmap_weight(fast) > 1 ? "ve" : "s",
+                      hwloc_bitmap_weight(fast) > 1 ? "as " : "", why_fast);
+    free(s);
+    free(f);
+    hwloc_bitmap_free(slow);
+    hwloc_bitmap_free(fast);
+}
+
+/*
+ * Each chosen node's own memory, or a memoryless one's nearest, of the
+ * tiers the profile allows, with the nodes that share its CPUs; where no
  * allowed node owns its CPUs, the cpuset's memory nodes. False (and local
  * memory) where no node with memory is known at all.
  */
@@ -117,31 +255,25 @@ static bool memory_homes(struct ctx *c, bool *homeless)
 {
     const struct topo *t = c->t;
     struct plan *pl = c->pl;
+    note_tiers(c);
     for (size_t i = 0; i < t->nnodes; i++) {
         if (!hwloc_bitmap_isset(pl->nodes, t->nodes[i].os_index))
             continue;
-        int m = plan_memory_home(t, i);
+        int m = plan_memory_home(c, i);
         if (m < 0)
             continue;
         hwloc_bitmap_set(pl->mem_nodes, t->nodes[m].os_index);
-        if ((size_t)m != i && t->distance)
-            plan_note_add(pl, NOTE_INFO,
-                          "node %u has CPUs but no memory: its memory comes from node %u, "
-                          "the nearest with memory (distance %u)",
-                          t->nodes[i].os_index, t->nodes[m].os_index,
-                          topo_distance(t, i, (size_t)m));
-        else if ((size_t)m != i) /* an export without one: no distance to cite */
-            plan_note_add(
-                pl, NOTE_INFO,
-                "node %u has CPUs but no memory: its memory comes from node %u, the one with "
-                "memory most free (no distance matrix says which is nearest)",
-                t->nodes[i].os_index, t->nodes[m].os_index);
+        if ((size_t)m != i)
+            note_home(c, i, (size_t)m);
+        else
+            add_twins(c, i);
     }
     /* no allowed node owns its CPUs: the cpuset's memory nodes are all it may have */
     *homeless = hwloc_bitmap_iszero(pl->nodes);
-    for (size_t i = 0; i < t->nnodes && *homeless; i++)
-        if (t->nodes[i].has_memory)
-            hwloc_bitmap_set(pl->mem_nodes, t->nodes[i].os_index);
+    for (int pass = 0; pass < 2 && *homeless && hwloc_bitmap_iszero(pl->mem_nodes); pass++)
+        for (size_t i = 0; i < t->nnodes; i++)
+            if (t->nodes[i].has_memory && (pass == 1 || plan_tier_allows(c, i)))
+                hwloc_bitmap_set(pl->mem_nodes, t->nodes[i].os_index);
     if (hwloc_bitmap_iszero(pl->mem_nodes)) {
         pl->mpol = PLAN_MPOL_LOCAL;
         plan_note_add(pl, NOTE_INFO, "memory local: no node with memory is known here");

@@ -17,30 +17,80 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The node a node's memory comes from: itself, or the nearest with memory. */
-int plan_memory_home(const struct topo *t, size_t i)
+/*
+ * Whether node j's memory is one the profile's tiers allow: with `fastest`
+ * (the default) the memory next to CPUs and what is alike; with `all`,
+ * any; with `bandwidth`, the high-bandwidth nodes and the fast ones.
+ */
+bool plan_tier_allows(const struct ctx *c, size_t j)
 {
-    if (t->nodes[i].has_memory)
+    const struct topo_node *nd = &c->t->nodes[j];
+    if (!nd->has_memory)
+        return false;
+    switch (c->p->placement.tiers) {
+    case TIERS_ALL:
+        return true;
+    case TIERS_BANDWIDTH:
+        return nd->speed != SPEED_SLOW;
+    default:
+        return nd->speed == SPEED_FAST;
+    }
+}
+
+/*
+ * Whether node j is a nearer memory for node i's CPUs than node b: one
+ * that lists them as its own first, then by HMAT's latency where both have one and they differ,
+ * else by distance, then by free memory. (HMAT gives each node's latency from its own CPUs alone,
+ * which still tells a slow node from a fast one.)
+ */
+static bool nearer_memory(const struct topo *t, size_t i, size_t j, size_t b)
+{
+    /* one that lists node i's CPUs as its own is as local as memory gets */
+    bool sj = t->nodes[j].shares && t->nodes[j].shares_cpus_of == t->nodes[i].os_index,
+         sb = t->nodes[b].shares && t->nodes[b].shares_cpus_of == t->nodes[i].os_index;
+    if (sj != sb)
+        return sj;
+    unsigned lj = t->nodes[j].latency_ns, lb = t->nodes[b].latency_ns;
+    if (lj && lb && lj != lb)
+        return lj < lb;
+    unsigned dj = topo_distance(t, i, j), db = topo_distance(t, i, b);
+    if (dj != db)
+        return dj < db;
+    return t->nodes[j].mem_free > t->nodes[b].mem_free;
+}
+
+/*
+ * The node a node's memory comes from: itself, or the nearest with memory
+ * of a tier the profile allows; where no such node has any, the nearest
+ * of the rest (the plan warns). With tiers = bandwidth, the nearest
+ * high-bandwidth node first.
+ */
+int plan_memory_home(const struct ctx *c, size_t i)
+{
+    const struct topo *t = c->t;
+    bool hbm = c->p->placement.tiers == TIERS_BANDWIDTH;
+    if (!hbm && plan_tier_allows(c, i))
         return (int)i;
     int best = -1;
-    for (size_t j = 0; j < t->nnodes; j++) {
-        if (!t->nodes[j].has_memory)
-            continue;
-        if (best < 0)
-            best = (int)j;
-        else {
-            unsigned dj = topo_distance(t, i, j), db = topo_distance(t, i, (size_t)best);
-            if (dj < db || (dj == db && t->nodes[j].mem_free > t->nodes[best].mem_free))
+    for (int pass = hbm ? 0 : 1; pass < 3 && best < 0; pass++)
+        for (size_t j = 0; j < t->nnodes; j++) {
+            const struct topo_node *nd = &t->nodes[j];
+            bool fits = pass == 0   ? nd->has_memory && nd->speed == SPEED_BANDWIDTH
+                        : pass == 1 ? plan_tier_allows(c, j)
+                                    : nd->has_memory;
+            if (fits && (best < 0 || nearer_memory(t, i, j, (size_t)best)))
                 best = (int)j;
         }
-    }
+    if (hbm && best >= 0 && (size_t)best != i && t->nodes[best].speed != SPEED_BANDWIDTH &&
+        plan_tier_allows(c, i))
+        return (int)i; /* no HBM at all: its own memory */
     return best;
 }
 
-uint64_t plan_free_for(const struct topo *t, size_t i)
+uint64_t plan_free_for(const struct ctx *c, size_t i)
 {
-    int m = plan_memory_home(t, i);
-    return m < 0 ? 0 : t->nodes[m].mem_free;
+    int m = plan_memory_home(c, i);
+    return m < 0 ? 0 : c->t->nodes[m].mem_free;
 }
 
 /*
@@ -51,7 +101,7 @@ uint64_t plan_free_for(const struct topo *t, size_t i)
  */
 static uint64_t free_eighths(const struct ctx *c, size_t i)
 {
-    return c->free_most ? (plan_free_for(c->t, i) * 16 + c->free_most) / (2 * c->free_most) : 0;
+    return c->free_most ? (plan_free_for(c, i) * 16 + c->free_most) / (2 * c->free_most) : 0;
 }
 
 /* What decides between two nodes, in cmp_rank()'s order. */
@@ -78,7 +128,7 @@ enum rank_by {
 static bool roomy(const struct ctx *c, size_t i)
 {
     const struct profile *p = c->p;
-    uint64_t f = plan_free_for(c->t, i);
+    uint64_t f = plan_free_for(c, i);
     uint64_t share = p->placement.memory_size / (p->placement.nodes > 1 ? p->placement.nodes : 1);
     return f * 2 >= c->room_most && f >= share &&
            c->claimed_cand[i] * 2 <= hwloc_bitmap_weight(c->node_cand[i]);
@@ -139,7 +189,7 @@ static enum rank_by rank_by(const struct ctx *c, size_t x, size_t y, int *order)
         *order = near_rank(c, x) < near_rank(c, y) ? -1 : 1;
         return BY_NEAR;
     }
-    uint64_t fx = plan_free_for(t, x), fy = plan_free_for(t, y);
+    uint64_t fx = plan_free_for(c, x), fy = plan_free_for(c, y);
     if (free_eighths(c, x) != free_eighths(c, y)) {
         *order = fx > fy ? -1 : 1;
         return BY_FREE;
@@ -182,7 +232,7 @@ void plan_rank_nodes(struct ctx *c)
     for (size_t i = 0; i < t->nnodes; i++)
         if (!hwloc_bitmap_iszero(c->node_cand[i])) {
             c->rank[c->nrank++] = i;
-            uint64_t f = plan_free_for(t, i);
+            uint64_t f = plan_free_for(c, i);
             most = f > most ? f : most;
             if (!hwloc_bitmap_isset(c->shunned_nodes, t->nodes[i].os_index))
                 c->room_most = f > c->room_most ? f : c->room_most;
@@ -299,7 +349,7 @@ static char *why_not_near(const struct ctx *c, size_t n)
             return xasprintf("node %u, which %s hangs off, lacks room to spare: %.1f GiB "
                              "free against the roomiest's %.1f GiB, %d of its %d candidate CPUs "
                              "claimed",
-                             id, c->near_noun, plan_gib(plan_free_for(t, k)),
+                             id, c->near_noun, plan_gib(plan_free_for(c, k)),
                              plan_gib(c->room_most), c->claimed_cand[k],
                              hwloc_bitmap_weight(c->node_cand[k]));
         default: /* n is as near as k: another disk's node, or a rule after nearness */
@@ -345,7 +395,7 @@ static void note_node_choice(struct ctx *c, size_t n)
             by = b;
         }
     }
-    uint64_t fn = plan_free_for(t, n);
+    uint64_t fn = plan_free_for(c, n);
     switch (by) {
     case BY_APART:
         plan_note_add(c->pl, NOTE_INFO, "node %u: no service it keeps apart from runs there", id);

@@ -79,9 +79,11 @@ void plan_add_shrinks(struct ctx *c);
 /* ---- phase 2: nodes (plan_nodes.c) ------------------------------------------ */
 
 /* The index of the node node i's memory comes from: itself, or the nearest with memory. */
-int plan_memory_home(const struct topo *t, size_t i);
+int plan_memory_home(const struct ctx *c, size_t i);
+/* Whether node j's memory is of a tier the profile allows ([placement] tiers). */
+bool plan_tier_allows(const struct ctx *c, size_t j);
 /* The free memory of node i's memory home. */
-uint64_t plan_free_for(const struct topo *t, size_t i);
+uint64_t plan_free_for(const struct ctx *c, size_t i);
 void plan_note_near(struct ctx *c, const struct plan_input *in);
 void plan_rank_nodes(struct ctx *c);
 void plan_choose_nodes(struct ctx *c);

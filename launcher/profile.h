@@ -19,6 +19,12 @@
 
 enum cpus_mode { CPUS_NODE, CPUS_ALL, CPUS_COUNT, CPUS_PERCENT };
 enum mem_mode { MEM_LOCAL, MEM_BIND, MEM_PREFERRED, MEM_INTERLEAVE, MEM_AUTO };
+/*
+ * Which memory tiers a service's pages may come from (topo.h's speeds):
+ * the fastest, next to its CPUs; every one, slower ones after it; or the
+ * high-bandwidth nodes (HBM, MCDRAM) near its CPUs first.
+ */
+enum tier_mode { TIERS_FASTEST, TIERS_ALL, TIERS_BANDWIDTH };
 enum thp_mode { THP_SYSTEM, THP_MADVISE, THP_NEVER };
 enum arena_mode { ARENA_UNSET, ARENA_AUTO, ARENA_VALUE };
 /* A [java] setting: derived from the plan, switched off, or given. */
@@ -92,6 +98,8 @@ struct profile {
         struct origin near_at;
         bool enforce; /* hold it to its placement with a cpuset cgroup of its own */
         struct origin enforce_at;
+        enum tier_mode tiers;
+        struct origin tiers_at;
     } placement;
 
     struct {

@@ -275,6 +275,17 @@ static bool set_memory(struct profile *p, const char *v, struct origin at, const
     return true;
 }
 
+static bool set_tiers(struct profile *p, const char *v, struct origin at, const char **why)
+{
+    static const char *const names[] = {"fastest", "all", "bandwidth", NULL};
+    int m;
+    if (!set_enum(&m, v, names, "fastest, all, bandwidth", why))
+        return false;
+    p->placement.tiers = (enum tier_mode)m;
+    p->placement.tiers_at = at;
+    return true;
+}
+
 /* [host] overcommit_memory: 0, 1 or 2, as vm.overcommit_memory takes it; empty: no wish. */
 static bool set_overcommit(struct profile *p, const char *v, struct origin at, const char **why)
 {
@@ -571,6 +582,7 @@ static const struct key_def {
     {"placement", "smt", set_smt},
     {"placement", "exclusive", set_exclusive},
     {"placement", "enforce", set_enforce},
+    {"placement", "tiers", set_tiers},
     {"placement", "avoid", set_avoid},
     {"placement", "memory", set_memory},
     {"placement", "memory_size", set_memory_size},

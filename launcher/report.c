@@ -313,14 +313,14 @@ static void node_kind(const struct topo_node *n, bool none, char *buf, size_t si
         PART("%s", n->subtype);
     if (n->has_memory && n->speed != SPEED_FAST)
         PART("%s", n->speed == SPEED_SLOW ? "slower tier" : "more bandwidth");
-    if (n->tier >= 0)
+    if (n->tier_known)
         PART("%s %d", n->tier_hwloc ? "MemoryTier" : "tier", n->tier);
     if (n->latency_ns)
         PART("%u ns", n->latency_ns);
     if (n->bandwidth_mibs)
         PART("%u MiB/s", n->bandwidth_mibs);
-    if (none && n->shares_cpus_of >= 0)
-        PART("node %d's CPUs", n->shares_cpus_of);
+    if (none && n->shares)
+        PART("node %u's CPUs", n->shares_cpus_of);
     else if (none)
         PART("%s", n->cpuless ? "CPU-less" : "no allowed CPU");
     if (!n->has_memory)
@@ -417,11 +417,11 @@ static const char *speed_name(enum topo_speed s)
 /* A node's tier and speed, as the JSON of topo and plan say them. */
 static void tier_json(struct json *j, const struct topo_node *n)
 {
-    if (n->tier >= 0)
+    if (n->tier_known)
         json_int(j, "tier", n->tier);
     else
         json_null(j, "tier");
-    json_str(j, "tier_source", n->tier < 0 ? NULL : n->tier_hwloc ? "hwloc" : "kernel");
+    json_str(j, "tier_source", !n->tier_known ? NULL : n->tier_hwloc ? "hwloc" : "kernel");
     json_str(j, "speed", speed_name(n->speed));
     json_str(j, "speed_why", n->speed_why[0] ? n->speed_why : NULL);
     if (n->latency_ns)
@@ -474,8 +474,8 @@ void report_topo_json(FILE *f, const struct topo *t)
         json_bool(&j, "has_memory", n->has_memory);
         json_str(&j, "subtype", n->subtype);
         tier_json(&j, n);
-        if (n->shares_cpus_of >= 0)
-            json_int(&j, "shares_cpus_of", n->shares_cpus_of);
+        if (n->shares)
+            json_uint(&j, "shares_cpus_of", n->shares_cpus_of);
         else
             json_null(&j, "shares_cpus_of");
         json_end(&j);

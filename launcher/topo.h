@@ -55,10 +55,10 @@ struct topo_node {
     /*
      * Its memory tier: the kernel's (memory_tierN, lower is faster) on this
      * machine, hwloc's MemoryTier (0 has the most bandwidth) in an export
-     * that has one; -1 when unknown. tier_hwloc says which.
+     * that has one; tier_known false when unknown. tier_hwloc says which.
      */
     int tier;
-    bool tier_hwloc;
+    bool tier_known, tier_hwloc;
     unsigned latency_ns;     /* HMAT's access latency from its own CPUs; 0 when unknown */
     unsigned bandwidth_mibs; /* HMAT's access bandwidth, MiB/s; 0 when unknown */
     enum topo_speed speed;
@@ -70,7 +70,8 @@ struct topo_node {
      * node gets its HMAT initiator's CPUs from hwloc so; a Cluster-on-Die
      * export may give two DRAM nodes one set.
      */
-    int shares_cpus_of;
+    bool shares;
+    unsigned shares_cpus_of;
 };
 
 /*

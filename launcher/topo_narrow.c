@@ -65,6 +65,7 @@ static void load_nodes(const struct machine *m, struct topo *t)
         nd->mem_free = nd->mem_total;
         snprintf(nd->subtype, sizeof(nd->subtype), "%s", o->subtype);
         nd->tier = o->tier;
+        nd->tier_known = o->tier >= 0;
         nd->tier_hwloc = o->tier_hwloc;
         nd->latency_ns = o->latency_ns;
         nd->bandwidth_mibs = o->bandwidth_mibs;
@@ -103,12 +104,13 @@ static void load_nodes(const struct machine *m, struct topo *t)
     hwloc_bitmap_foreach_end();
     /* a node home to none of the CPUs it lists, which another lists alike and is home to */
     for (size_t i = 0; i < t->nnodes; i++) {
-        t->nodes[i].shares_cpus_of = -1;
         for (size_t k = 0; k < t->nnodes && hwloc_bitmap_iszero(t->nodes[i].cpus); k++)
             if (k != i && !hwloc_bitmap_iszero(t->nodes[k].cpus) &&
                 !hwloc_bitmap_iszero(from[i]->cpus) &&
-                hwloc_bitmap_isequal(from[i]->cpus, from[k]->cpus))
-                t->nodes[i].shares_cpus_of = (int)t->nodes[k].os_index;
+                hwloc_bitmap_isequal(from[i]->cpus, from[k]->cpus)) {
+                t->nodes[i].shares = true;
+                t->nodes[i].shares_cpus_of = t->nodes[k].os_index;
+            }
     }
 
     /* Distances between our nodes, when every pair of them has one. */

@@ -75,7 +75,7 @@ static struct reference reference_of(const struct topo *t)
         if (!in_reference(nd, level))
             continue;
         int *tier = nd->tier_hwloc ? &r.hwloc_tier : &r.tier;
-        if (nd->tier >= 0 && (*tier < 0 || nd->tier < *tier))
+        if (nd->tier_known && (*tier < 0 || nd->tier < *tier))
             *tier = nd->tier;
         if (nd->latency_ns && (r.latency == 0 || nd->latency_ns < r.latency))
             r.latency = nd->latency_ns;
@@ -91,7 +91,7 @@ static void judge(struct topo_node *nd, const struct reference *r)
     nd->speed_why[0] = '\0';
     if (!nd->has_memory)
         return;
-    if (nd->tier >= 0 && !nd->tier_hwloc && r->tier >= 0) {
+    if (nd->tier_known && !nd->tier_hwloc && r->tier >= 0) {
         nd->speed = nd->tier > r->tier   ? SPEED_SLOW
                     : nd->tier < r->tier ? SPEED_BANDWIDTH
                                          : SPEED_FAST;
@@ -108,7 +108,8 @@ static void judge(struct topo_node *nd, const struct reference *r)
         nd->speed = SPEED_BANDWIDTH;
         snprintf(nd->speed_why, sizeof(nd->speed_why), "bandwidth %u MiB/s against %u",
                  nd->bandwidth_mibs, r->bandwidth);
-    } else if (nd->tier >= 0 && nd->tier_hwloc && r->hwloc_tier >= 0 && nd->tier != r->hwloc_tier) {
+    } else if (nd->tier_known && nd->tier_hwloc && r->hwloc_tier >= 0 &&
+               nd->tier != r->hwloc_tier) {
         nd->speed = nd->tier > r->hwloc_tier ? SPEED_SLOW : SPEED_BANDWIDTH;
         snprintf(nd->speed_why, sizeof(nd->speed_why), "MemoryTier %d", nd->tier);
     }
@@ -121,7 +122,7 @@ void topo_classify_tiers(struct topo *t)
     for (size_t i = 0; i < t->nnodes; i++) {
         struct topo_node *nd = &t->nodes[i];
         judge(nd, &r);
-        t->tiers_known |= nd->tier >= 0 || nd->latency_ns || nd->speed_why[0] ||
+        t->tiers_known |= nd->tier_known || nd->latency_ns || nd->speed_why[0] ||
                           (nd->subtype[0] && nd->has_memory);
     }
 }

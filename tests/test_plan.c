@@ -1572,6 +1572,142 @@ static void test_cpuset_step(void **state)
     topo_free(&t);
 }
 
+/* The memory nodes of a plan, as a list: "0", "0,3". */
+static void assert_mem_nodes(const struct plan *pl, const char *want)
+{
+    char *got = bitmap_list(pl->mem_nodes);
+    if (strcmp(got ? got : "", want) != 0) {
+        for (size_t i = 0; i < pl->nnotes; i++)
+            print_message("  %s\n", pl->notes[i].text);
+        fail_msg("memory nodes %s, want %s", got ? got : "", want);
+    }
+    free(got);
+}
+
+/*
+ * Memory tiers (tests/data/tiers.xml: DRAM nodes 0 and 1, node 2's CPUs
+ * without memory, node 3 slower and nearest node 2 by distance): the
+ * fastest tier unless the profile asks otherwise, a memoryless home
+ * included; a spill to a slower tier warned of; and tiers = all, which
+ * takes it without a warning.
+ */
+static void test_tiers_policy(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("tests/data/tiers.xml");
+    const char *const on_node2[] = {"placement.near=", "placement.avoid=", NULL};
+    struct profile p = load_profile("mysql", on_node2);
+    hwloc_bitmap_list_sscanf(t.binding, "4-5"); /* taskset onto the memoryless node's CPUs */
+    struct plan pl = make_plan(&p, &t, NULL);
+    assert_mem_nodes(&pl, "0"); /* node 3 is nearer (12 against 20), but slower */
+    const char *n = note_with(&pl, NOTE_INFO, "node 2 has CPUs but no memory");
+    assert_non_null(n);
+    assert_non_null(strstr(n, "the nearest with memory of the fastest tier (distance 20); node 3 "
+                              "is nearer (12) but slower (latency 40 ns against 10)"));
+    assert_non_null(note_with(&pl, NOTE_INFO, "tiers: node 3 is slower"));
+    assert_false(pl.degraded);
+    plan_free(&pl);
+    profile_free(&p);
+
+    /* more than the fastest tier holds: the slower node comes in, with a warning */
+    const char *const big[] = {
+        "placement.near=",           "placement.avoid=",   "placement.memory=auto",
+        "placement.memory_size=20G", "placement.cpus=all", NULL};
+    p = load_profile("mysql", big);
+    hwloc_bitmap_list_sscanf(t.binding, "0-5");
+    pl = make_plan(&p, &t, NULL);
+    assert_int_equal(pl.mpol, PLAN_MPOL_INTERLEAVE);
+    assert_mem_nodes(&pl, "0-1,3");
+    assert_non_null(note_with(&pl, NOTE_WARN, "tiers: memory_size needs node 3 too"));
+    assert_true(pl.degraded); /* --strict refuses it */
+    plan_free(&pl);
+    profile_free(&p);
+    /* tiers = all: node 3 lists node 0's CPUs, so it joins node 0, and 20G fits the two */
+    const char *const all[] = {"placement.near=",
+                               "placement.avoid=",
+                               "placement.memory=auto",
+                               "placement.memory_size=20G",
+                               "placement.cpus=all",
+                               "placement.tiers=all",
+                               NULL};
+    p = load_profile("mysql", all);
+    pl = make_plan(&p, &t, NULL);
+    assert_mem_nodes(&pl, "0,3");
+    assert_int_equal(pl.mpol, PLAN_MPOL_BIND);
+    assert_null(note_with(&pl, NOTE_WARN, "tiers"));
+    assert_null(note_with(&pl, NOTE_INFO, "tiers: node 3 is slower"));
+    plan_free(&pl);
+    profile_free(&p);
+    /* a bind on node 0 with tiers = all: node 3 lists node 0's CPUs, so it joins */
+    const char *const joined[] = {"placement.near=", "placement.avoid=", "placement.tiers=all",
+                                  NULL};
+    p = load_profile("mysql", joined);
+    hwloc_bitmap_list_sscanf(t.binding, "0-1");
+    pl = make_plan(&p, &t, NULL);
+    assert_mem_nodes(&pl, "0,3");
+    assert_non_null(note_with(&pl, NOTE_INFO, "node 3 lists node 0's CPUs as their own too"));
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&t);
+
+    /* KNL: MCDRAM is named, and tiers = bandwidth puts pages on the one next to the CPUs */
+    t = load_topo("../shared/topologies/64intel64-fakeKNL-SNC4-hybrid.xml");
+    p = load_profile("mysql", NULL);
+    pl = make_plan(&p, &t, NULL);
+    assert_mem_nodes(&pl, "0");
+    assert_non_null(note_with(&pl, NOTE_INFO, "tiers: nodes 4-7 have more bandwidth"));
+    plan_free(&pl);
+    profile_free(&p);
+    const char *const hbm[] = {"placement.tiers=bandwidth", "placement.memory=preferred", NULL};
+    p = load_profile("mysql", hbm);
+    pl = make_plan(&p, &t, NULL);
+    int home = topo_node_index(&t, 0), twin = -1;
+    for (size_t i = 0; i < t.nnodes; i++)
+        if (t.nodes[i].shares && t.nodes[i].shares_cpus_of == 0)
+            twin = (int)t.nodes[i].os_index;
+    assert_true(home >= 0 && twin > 0);
+    char want[16];
+    snprintf(want, sizeof(want), "%d", twin);
+    assert_mem_nodes(&pl, want);
+    assert_int_equal(pl.mpol, PLAN_MPOL_PREFERRED);
+    assert_non_null(note_with(&pl, NOTE_INFO, "tiers = bandwidth: node 0's memory comes from"));
+    assert_null(note_with(&pl, NOTE_INFO, "remote")); /* it lists node 0's CPUs: local */
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&t);
+}
+
+/*
+ * The cpuset of a service whose policy may spill (redis: preferred) holds
+ * every node of the tiers it may use, never the slower one: only the
+ * cpuset keeps the kernel's fallback off it.
+ */
+static void test_tiers_cpuset(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("tests/data/tiers.xml");
+    struct cgroup v1 = {.mode = CG_HYBRID,
+                        .owner = CG_OWN_HOST,
+                        .dir = "/sys/fs/cgroup/memory/x",
+                        .cs_known = true,
+                        .cs_owner = CG_OWN_HOST,
+                        .cs_dir = "/sys/fs/cgroup/cpuset"};
+    const char *const sets[] = {"placement.near=", NULL};
+    struct profile p = load_profile("redis", sets);
+    struct plan_input in = {.profile = &p, .topo = &t, .cgroup = &v1};
+    struct plan pl;
+    struct err e;
+    assert_true(plan_build(&pl, &in, &e));
+    const struct plan_step *s = find_step(&pl, STEP_CPUSET);
+    assert_non_null(s);
+    char *mems = bitmap_list(s->u.cpuset.mems);
+    assert_string_equal(mems, "0-1");
+    free(mems);
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&t);
+}
+
 /*
  * nodes = 2 on the CoD machine, whose pairs 0-1 and 2-3 are 21 apart and
  * every other pair 31: the closest pair that no service it keeps apart
@@ -2534,6 +2670,8 @@ int main(void)
         cmocka_unit_test(test_restart_beside_pool),
         cmocka_unit_test(test_swap_policy),
         cmocka_unit_test(test_cpuset_step),
+        cmocka_unit_test(test_tiers_policy),
+        cmocka_unit_test(test_tiers_cpuset),
         cmocka_unit_test(test_reasons_fit_any_profile),
         cmocka_unit_test(test_one_is_singular),
         cmocka_unit_test(test_pool_keeps_a_slow_core),

@@ -462,6 +462,7 @@ static void assert_same_machine(const struct topo *found, const struct topo *cac
         assert_int_equal(found->nodes[i].mem_total, cached->nodes[i].mem_total);
         assert_int_equal(found->nodes[i].has_memory, cached->nodes[i].has_memory);
         assert_string_equal(found->nodes[i].subtype, cached->nodes[i].subtype);
+        assert_int_equal(found->nodes[i].tier_known, cached->nodes[i].tier_known);
         assert_int_equal(found->nodes[i].tier, cached->nodes[i].tier);
         assert_int_equal(found->nodes[i].tier_hwloc, cached->nodes[i].tier_hwloc);
         assert_int_equal(found->nodes[i].latency_ns, cached->nodes[i].latency_ns);
@@ -502,7 +503,9 @@ static void test_tiers(void **state)
     assert_false(t.nodes[2].has_memory);
     assert_int_equal(t.nodes[3].speed, SPEED_SLOW);
     assert_string_equal(t.nodes[3].speed_why, "latency 40 ns against 10");
-    assert_int_equal(t.nodes[3].tier, -1);
+    assert_false(t.nodes[3].tier_known);
+    assert_true(t.nodes[3].shares);
+    assert_int_equal(t.nodes[3].shares_cpus_of, 0);
     topo_free(&t);
 
     if (!topo_load(&t, "../shared/topologies/64intel64-fakeKNL-SNC4-hybrid.xml", NULL, &e))
