@@ -54,6 +54,67 @@ static void topo_summary(FILE *f, const struct topo *t)
     free(cpus);
 }
 
+/*
+ * The kind column of a node: its kind, its tier and speed against the
+ * memory next to the CPUs (with HMAT's latency and bandwidth where known),
+ * and what it lacks: "DRAM, tier 4", "slower tier, tier 90, 40 ns,
+ * 2048 MiB/s, CPU-less".
+ */
+static void node_kind(const struct topo_node *n, bool none, char *buf, size_t size)
+{
+    size_t len = 0;
+    *buf = '\0';
+#define PART(...)                                                                                  \
+    do {                                                                                           \
+        if (len + 2 < size && len)                                                                 \
+            len += (size_t)snprintf(buf + len, size - len, ", ");                                  \
+        if (len < size)                                                                            \
+            len += (size_t)snprintf(buf + len, size - len, __VA_ARGS__);                           \
+    } while (0)
+    if (n->subtype[0])
+        PART("%s", n->subtype);
+    if (n->has_memory && n->speed != SPEED_FAST)
+        PART("%s", n->speed == SPEED_SLOW ? "slower tier" : "more bandwidth");
+    if (n->tier_known)
+        PART("%s %d", n->tier_hwloc ? "MemoryTier" : "tier", n->tier);
+    if (n->latency_ns)
+        PART("%u ns", n->latency_ns);
+    if (n->bandwidth_mibs)
+        PART("%u MiB/s", n->bandwidth_mibs);
+    if (none && n->shares)
+        PART("node %u's CPUs", n->shares_cpus_of);
+    else if (none)
+        PART("%s", n->cpuless ? "CPU-less" : "no allowed CPU");
+    if (!n->has_memory)
+        PART("memoryless");
+#undef PART
+}
+
+static const char *speed_name(enum topo_speed s)
+{
+    return s == SPEED_SLOW ? "slow" : s == SPEED_BANDWIDTH ? "bandwidth" : "fast";
+}
+
+/* A node's tier and speed, as the JSON of topo and plan say them. */
+static void tier_json(struct json *j, const struct topo_node *n)
+{
+    if (n->tier_known)
+        json_int(j, "tier", n->tier);
+    else
+        json_null(j, "tier");
+    json_str(j, "tier_source", !n->tier_known ? NULL : n->tier_hwloc ? "hwloc" : "kernel");
+    json_str(j, "speed", speed_name(n->speed));
+    json_str(j, "speed_why", n->speed_why[0] ? n->speed_why : NULL);
+    if (n->latency_ns)
+        json_uint(j, "latency_ns", n->latency_ns);
+    else
+        json_null(j, "latency_ns");
+    if (n->bandwidth_mibs)
+        json_uint(j, "bandwidth_mibs", n->bandwidth_mibs);
+    else
+        json_null(j, "bandwidth_mibs");
+}
+
 void report_plan_text(FILE *f, const struct profile *p, const struct topo *t, const struct plan *pl)
 {
     char *cpus = bitmap_list(pl->cpus), *nodes = bitmap_list(pl->nodes),
@@ -89,6 +150,16 @@ void report_plan_text(FILE *f, const struct profile *p, const struct topo *t, co
     free(cpus);
     free(nodes);
     free(mem);
+    /* where tiers are known, what each memory node is */
+    for (size_t i = 0; t->tiers_known && i < t->nnodes; i++) {
+        char kind[256];
+        if (!hwloc_bitmap_isset(pl->mem_nodes, t->nodes[i].os_index))
+            continue;
+        node_kind(&t->nodes[i], false, kind, sizeof(kind));
+        fprintf(f, "memory     node %u: %s%s%s\n", t->nodes[i].os_index,
+                t->nodes[i].speed == SPEED_FAST ? "fastest tier" : "",
+                t->nodes[i].speed == SPEED_FAST && *kind ? ", " : "", kind);
+    }
     const struct cgroup *cg = pl->cgroup;
     if (cg)
         fprintf(f, "cgroup     %s; memory %s%s%s\n", cgroup_mode_name(cg->mode),
@@ -250,6 +321,22 @@ void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, co
     json_set(&j, "cpus_without_node", pl->nodeless);
     json_set(&j, "memory_nodes", pl->mem_nodes);
     json_str(&j, "memory_policy", plan_mpol_name(pl->mpol));
+    json_str(&j, "tiers",
+             p->placement.tiers == TIERS_ALL         ? "all"
+             : p->placement.tiers == TIERS_BANDWIDTH ? "bandwidth"
+                                                     : "fastest");
+    /* each memory node's tier and speed, as topo --json gives them */
+    json_array(&j, "memory_tiers");
+    for (size_t i = 0; i < t->nnodes; i++) {
+        if (!hwloc_bitmap_isset(pl->mem_nodes, t->nodes[i].os_index))
+            continue;
+        json_object(&j, NULL);
+        json_uint(&j, "node", t->nodes[i].os_index);
+        json_str(&j, "subtype", t->nodes[i].subtype);
+        tier_json(&j, &t->nodes[i]);
+        json_end(&j);
+    }
+    json_end(&j);
     near_json(&j, p, pl);
     json_end(&j);
     if (pl->cgroup) {
@@ -290,42 +377,6 @@ void report_plan_json(FILE *f, const struct profile *p, const struct topo *t, co
         json_end(&j);
     }
     json_finish(&j);
-}
-
-/*
- * The kind column of a node: its kind, its tier and speed against the
- * memory next to the CPUs (with HMAT's latency and bandwidth where known),
- * and what it lacks: "DRAM, tier 4", "slower tier, tier 90, 40 ns,
- * 2048 MiB/s, CPU-less".
- */
-static void node_kind(const struct topo_node *n, bool none, char *buf, size_t size)
-{
-    size_t len = 0;
-    *buf = '\0';
-#define PART(...)                                                                                  \
-    do {                                                                                           \
-        if (len + 2 < size && len)                                                                 \
-            len += (size_t)snprintf(buf + len, size - len, ", ");                                  \
-        if (len < size)                                                                            \
-            len += (size_t)snprintf(buf + len, size - len, __VA_ARGS__);                           \
-    } while (0)
-    if (n->subtype[0])
-        PART("%s", n->subtype);
-    if (n->has_memory && n->speed != SPEED_FAST)
-        PART("%s", n->speed == SPEED_SLOW ? "slower tier" : "more bandwidth");
-    if (n->tier_known)
-        PART("%s %d", n->tier_hwloc ? "MemoryTier" : "tier", n->tier);
-    if (n->latency_ns)
-        PART("%u ns", n->latency_ns);
-    if (n->bandwidth_mibs)
-        PART("%u MiB/s", n->bandwidth_mibs);
-    if (none && n->shares)
-        PART("node %u's CPUs", n->shares_cpus_of);
-    else if (none)
-        PART("%s", n->cpuless ? "CPU-less" : "no allowed CPU");
-    if (!n->has_memory)
-        PART("memoryless");
-#undef PART
 }
 
 void report_topo_text(FILE *f, const struct topo *t)
@@ -407,31 +458,6 @@ void report_topo_text(FILE *f, const struct topo *t)
             fputc('\n', f);
         }
     }
-}
-
-static const char *speed_name(enum topo_speed s)
-{
-    return s == SPEED_SLOW ? "slow" : s == SPEED_BANDWIDTH ? "bandwidth" : "fast";
-}
-
-/* A node's tier and speed, as the JSON of topo and plan say them. */
-static void tier_json(struct json *j, const struct topo_node *n)
-{
-    if (n->tier_known)
-        json_int(j, "tier", n->tier);
-    else
-        json_null(j, "tier");
-    json_str(j, "tier_source", !n->tier_known ? NULL : n->tier_hwloc ? "hwloc" : "kernel");
-    json_str(j, "speed", speed_name(n->speed));
-    json_str(j, "speed_why", n->speed_why[0] ? n->speed_why : NULL);
-    if (n->latency_ns)
-        json_uint(j, "latency_ns", n->latency_ns);
-    else
-        json_null(j, "latency_ns");
-    if (n->bandwidth_mibs)
-        json_uint(j, "bandwidth_mibs", n->bandwidth_mibs);
-    else
-        json_null(j, "bandwidth_mibs");
 }
 
 void report_topo_json(FILE *f, const struct topo *t)
