@@ -1651,7 +1651,7 @@ static void test_tiers_policy(void **state)
     topo_free(&t);
 
     /* KNL: MCDRAM is named, and tiers = bandwidth puts pages on the one next to the CPUs */
-    t = load_topo("../shared/topologies/64intel64-fakeKNL-SNC4-hybrid.xml");
+    t = shared_xml("64intel64-fakeKNL-SNC4-hybrid.xml");
     p = load_profile("mysql", NULL);
     pl = make_plan(&p, &t, NULL);
     assert_mem_nodes(&pl, "0");
@@ -1672,6 +1672,66 @@ static void test_tiers_policy(void **state)
     assert_int_equal(pl.mpol, PLAN_MPOL_PREFERRED);
     assert_non_null(note_with(&pl, NOTE_INFO, "tiers = bandwidth: node 0's memory comes from"));
     assert_null(note_with(&pl, NOTE_INFO, "remote")); /* it lists node 0's CPUs: local */
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&t);
+}
+
+/*
+ * memory = weighted-interleave: the kernel's weights shown, never written;
+ * all alike, or a kernel without the policy, a warning (and plain
+ * interleave for the latter); with tiers = all the slower node that lists
+ * the chosen node's CPUs joins.
+ */
+static void test_weighted_interleave(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("tests/data/tiers.xml");
+    const char *const sets[] = {
+        "placement.near=", "placement.avoid=", "placement.memory=weighted-interleave", NULL};
+    struct profile p = load_profile("mysql", sets);
+    hwloc_bitmap_list_sscanf(t.binding, "0-1");
+    unsigned weight[4] = {3, 3, 0, 1};
+    struct plan_weights w = {.supported = true, .weight = weight, .nweights = 4};
+    struct plan_input in = {.profile = &p, .topo = &t, .weights = &w};
+    struct plan pl;
+    struct err e;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_int_equal(pl.mpol, PLAN_MPOL_WEIGHTED_INTERLEAVE);
+    assert_mem_nodes(&pl, "0"); /* tiers = fastest: node 3 stays out */
+    assert_non_null(note_with(&pl, NOTE_INFO, "pages in the kernel's weights (node 0: 3;"));
+    assert_false(pl.degraded);
+    plan_free(&pl);
+    profile_free(&p);
+
+    const char *const all[] = {"placement.near=", "placement.avoid=",
+                               "placement.memory=weighted-interleave", "placement.tiers=all", NULL};
+    p = load_profile("mysql", all);
+    assert_true(plan_build(&pl, &in, &e));
+    assert_mem_nodes(&pl, "0,3");
+    assert_non_null(
+        note_with(&pl, NOTE_INFO, "pages in the kernel's weights (node 0: 3, node 3: 1;"));
+    assert_false(pl.degraded);
+    const struct plan_step *s = find_step(&pl, STEP_MEMPOLICY);
+    assert_int_equal(s->u.mempolicy.mode, PLAN_MPOL_WEIGHTED_INTERLEAVE);
+    plan_free(&pl);
+    /* all alike: as plain interleave would, which the plan warns of with the fix */
+    weight[0] = weight[3] = 1;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_non_null(note_with(&pl, NOTE_WARN, "the kernel's weights are all 1"));
+    assert_true(pl.degraded);
+    plan_free(&pl);
+    /* a kernel before 6.9: plain interleave, warned */
+    w.supported = false;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_int_equal(pl.mpol, PLAN_MPOL_INTERLEAVE);
+    assert_non_null(note_with(&pl, NOTE_WARN, "this kernel has no weighted interleave"));
+    plan_free(&pl);
+    /* another machine: nothing known of its weights, and nothing to warn of */
+    in.weights = NULL;
+    assert_true(plan_build(&pl, &in, &e));
+    assert_int_equal(pl.mpol, PLAN_MPOL_WEIGHTED_INTERLEAVE);
+    assert_false(pl.degraded);
     plan_free(&pl);
     profile_free(&p);
     topo_free(&t);
@@ -2672,6 +2732,7 @@ int main(void)
         cmocka_unit_test(test_cpuset_step),
         cmocka_unit_test(test_tiers_policy),
         cmocka_unit_test(test_tiers_cpuset),
+        cmocka_unit_test(test_weighted_interleave),
         cmocka_unit_test(test_reasons_fit_any_profile),
         cmocka_unit_test(test_one_is_singular),
         cmocka_unit_test(test_pool_keeps_a_slow_core),

@@ -508,7 +508,9 @@ static void test_tiers(void **state)
     assert_int_equal(t.nodes[3].shares_cpus_of, 0);
     topo_free(&t);
 
-    if (!topo_load(&t, "../shared/topologies/64intel64-fakeKNL-SNC4-hybrid.xml", NULL, &e))
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/64intel64-fakeKNL-SNC4-hybrid.xml", topologies_dir());
+    if (!topo_load(&t, path, NULL, &e))
         fail_msg("%s", e.msg);
     for (size_t i = 0; i < t.nnodes; i++) {
         bool mcdram = strcmp(t.nodes[i].subtype, "MCDRAM") == 0;
@@ -520,7 +522,8 @@ static void test_tiers(void **state)
     topo_free(&t);
 
     /* a plain two-node machine: every node alike, and nothing known to say so */
-    if (!topo_load(&t, "../shared/topologies/32em64t-2n8c2t-pci-normalio.xml", NULL, &e))
+    snprintf(path, sizeof(path), "%s/32em64t-2n8c2t-pci-normalio.xml", topologies_dir());
+    if (!topo_load(&t, path, NULL, &e))
         fail_msg("%s", e.msg);
     assert_false(t.tiers_known);
     for (size_t i = 0; i < t.nnodes; i++)
