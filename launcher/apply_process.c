@@ -26,6 +26,9 @@
 #ifndef MPOL_PREFERRED_MANY
 #define MPOL_PREFERRED_MANY 5
 #endif
+#ifndef MPOL_WEIGHTED_INTERLEAVE
+#define MPOL_WEIGHTED_INTERLEAVE 6 /* Linux 6.9; Debian 12's headers predate it */
+#endif
 #ifndef PR_SET_THP_DISABLE
 #define PR_SET_THP_DISABLE 41
 #define PR_GET_THP_DISABLE 42
@@ -193,9 +196,12 @@ static void prefer_one(hwloc_const_bitmap_t nodes, const char *list, struct step
 static void apply_mempolicy(const struct plan_step *s, struct step_result *r)
 {
     static const int kernel_mode[] = {
-        [PLAN_MPOL_LOCAL] = MPOL_LOCAL,           [PLAN_MPOL_BIND] = MPOL_BIND,
-        [PLAN_MPOL_PREFERRED] = MPOL_PREFERRED,   [PLAN_MPOL_PREFERRED_MANY] = MPOL_PREFERRED_MANY,
+        [PLAN_MPOL_LOCAL] = MPOL_LOCAL,
+        [PLAN_MPOL_BIND] = MPOL_BIND,
+        [PLAN_MPOL_PREFERRED] = MPOL_PREFERRED,
+        [PLAN_MPOL_PREFERRED_MANY] = MPOL_PREFERRED_MANY,
         [PLAN_MPOL_INTERLEAVE] = MPOL_INTERLEAVE,
+        [PLAN_MPOL_WEIGHTED_INTERLEAVE] = MPOL_WEIGHTED_INTERLEAVE,
     };
     enum plan_mpol mode = s->u.mempolicy.mode;
     if (mode == PLAN_MPOL_LOCAL) {
@@ -213,6 +219,12 @@ static void apply_mempolicy(const struct plan_step *s, struct step_result *r)
         step_result_set(r, STEP_OK, 0, "%s %s", plan_mpol_name(mode), list);
     } else if (mode == PLAN_MPOL_PREFERRED_MANY && errno == EINVAL) {
         prefer_one(s->u.mempolicy.nodes, list, r);
+    } else if (mode == PLAN_MPOL_WEIGHTED_INTERLEAVE && errno == EINVAL &&
+               set_mempolicy(MPOL_INTERLEAVE, mask, maxnode) == 0) {
+        step_result_set(r, STEP_FAILED, EINVAL,
+                        "this kernel lacks MPOL_WEIGHTED_INTERLEAVE (Linux 6.9+): interleaving "
+                        "%s evenly instead",
+                        list);
     } else {
         int error = errno;
         step_result_set(r, STEP_FAILED, error, "set_mempolicy(%s %s): %s%s", plan_mpol_name(mode),

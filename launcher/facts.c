@@ -187,6 +187,11 @@ bool facts_gather(struct facts *f, const struct facts_request *rq, struct err *e
                                         &f->near.disks, &f->near.ndisks);
         f->near_known = true;
     }
+    /* the kernel's weights, only for a profile that interleaves by them */
+    if (f->here && p && p->placement.memory == MEM_WEIGHTED) {
+        weights_read(&f->weights, NULL);
+        f->weights_known = true;
+    }
     if (f->here && p)
         read_process(f, p);
     if (f->registry && rq->use != FACTS_TOPO)
@@ -204,6 +209,8 @@ void facts_free(struct facts *f)
     }
     if (f->cgroup_known)
         cgroup_free(&f->cgroup);
+    if (f->weights_known)
+        weights_free(&f->weights);
     topo_free(&f->topo);
     state_dir_close(&f->sd);
     memset(f, 0, sizeof(*f));

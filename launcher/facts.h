@@ -50,6 +50,8 @@ struct facts {
     struct cgroup cgroup;
     bool near_known; /* here, for a profile with `near` */
     struct plan_near near;
+    bool weights_known; /* here, for a profile with memory = weighted-interleave */
+    struct plan_weights weights;
 
     /* this process */
     uid_t euid;

@@ -114,6 +114,7 @@ static bool build_plan(struct plan *pl, const struct launch_options *o, const st
         .cgroup = f->cgroup_known ? &f->cgroup : NULL,
         .privs = pv,
         .near = f->near_known ? &f->near : NULL,
+        .weights = f->weights_known ? &f->weights : NULL,
         .nr_open = f->nr_open,
         .privs_refused = ahead ? ahead->privs_refused : NULL,
         .fixed_limits = ahead ? ahead->fixed_limits : NULL,

@@ -64,8 +64,8 @@ char *plan_origin(struct origin at)
 
 const char *plan_mpol_name(enum plan_mpol m)
 {
-    static const char *const names[] = {"local", "bind", "preferred", "preferred-many",
-                                        "interleave"};
+    static const char *const names[] = {"local",          "bind",       "preferred",
+                                        "preferred-many", "interleave", "weighted-interleave"};
     return names[m];
 }
 
@@ -272,7 +272,8 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
                     .nr_open = in->nr_open,
                     .fixed_limits = in->fixed_limits,
                     .fixed_oom = in->fixed_oom,
-                    .thp_inherited = in->thp_inherited};
+                    .thp_inherited = in->thp_inherited,
+                    .weights = in->weights};
     c.cand = hwloc_bitmap_alloc();
     hwloc_bitmap_and(c.cand, t->cpus, t->binding);
     if (hwloc_bitmap_iszero(c.cand)) {

@@ -33,6 +33,7 @@ enum plan_mpol {
     PLAN_MPOL_PREFERRED,
     PLAN_MPOL_PREFERRED_MANY,
     PLAN_MPOL_INTERLEAVE,
+    PLAN_MPOL_WEIGHTED_INTERLEAVE, /* Linux 6.9: by the kernel's per-node weights */
 };
 
 /*
@@ -185,6 +186,23 @@ struct plan_near {
     size_t nnics;
 };
 
+/*
+ * The kernel's weights for weighted interleave (weights.c), host-wide:
+ * /sys/kernel/mm/mempolicy/weighted_interleave/nodeN, 1 to 255, which
+ * tunerun only reads. Without that directory the kernel (before 6.9)
+ * has no such policy.
+ */
+struct plan_weights {
+    bool supported;   /* the kernel has MPOL_WEIGHTED_INTERLEAVE */
+    unsigned *weight; /* by os index, nweights of them; 0: none given */
+    size_t nweights;
+    bool automatic; /* Linux 6.16's `auto`: the kernel sets them from HMAT's bandwidth */
+};
+
+/* What the host says now; the root of another host's copy, or NULL for this one. */
+void weights_read(struct plan_weights *w, const char *root);
+void weights_free(struct plan_weights *w);
+
 struct plan_input {
     const struct profile *profile;
     const struct topo *topo;
@@ -192,10 +210,11 @@ struct plan_input {
     bool registry;              /* the claims below are known (a state directory is in use) */
     const struct claim *claims; /* live claims of running services */
     size_t nclaims;
-    const struct claim *previous; /* where this launch ran when it last ended, or NULL */
-    const struct cgroup *cgroup;  /* where this process stands; NULL for another machine */
-    const struct privs *privs;    /* [security] resolved on this machine; NULL: unchanged */
-    const struct plan_near *near; /* NULL: not looked up (another machine's topology) */
+    const struct claim *previous;       /* where this launch ran when it last ended, or NULL */
+    const struct cgroup *cgroup;        /* where this process stands; NULL for another machine */
+    const struct privs *privs;          /* [security] resolved on this machine; NULL: unchanged */
+    const struct plan_near *near;       /* NULL: not looked up (another machine's topology) */
+    const struct plan_weights *weights; /* weighted interleave's; NULL: not read */
     long nr_open; /* fs.nr_open, which no nofile hard limit may pass; 0: not read (not needed) */
     const char *privs_refused; /* why this process could not make the drop (plan), or NULL */
     /*

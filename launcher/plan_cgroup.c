@@ -248,7 +248,8 @@ static hwloc_bitmap_t memory_nodes(const struct ctx *c, bool tiered)
 static hwloc_bitmap_t cpuset_mems(const struct ctx *c)
 {
     const struct plan *pl = c->pl;
-    if ((pl->mpol == PLAN_MPOL_BIND || pl->mpol == PLAN_MPOL_INTERLEAVE) &&
+    if ((pl->mpol == PLAN_MPOL_BIND || pl->mpol == PLAN_MPOL_INTERLEAVE ||
+         pl->mpol == PLAN_MPOL_WEIGHTED_INTERLEAVE) &&
         !hwloc_bitmap_iszero(pl->mem_nodes))
         return hwloc_bitmap_dup(pl->mem_nodes);
     return memory_nodes(c, true);

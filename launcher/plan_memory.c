@@ -402,6 +402,80 @@ static void choose_auto(struct ctx *c, const char *list)
     }
 }
 
+/*
+ * memory = weighted-interleave (Linux 6.9): pages over the memory nodes in
+ * the kernel's per-node weights, so that a slower, wider tier adds its
+ * bandwidth without taking an even share of the pages. With tiers = all
+ * the CPU-less nodes nearest the chosen CPUs join them. The weights are
+ * the host's (weights.c): shown, never written. Where the kernel lacks the
+ * policy, or the weights are all alike, the plan warns and says the fix;
+ * a launch then interleaves evenly (the step says so; --strict refuses).
+ */
+static void choose_weighted(struct ctx *c)
+{
+    const struct topo *t = c->t;
+    struct plan *pl = c->pl;
+    for (size_t j = 0; c->p->placement.tiers == TIERS_ALL && j < t->nnodes; j++) {
+        if (!t->nodes[j].has_memory || !hwloc_bitmap_iszero(t->nodes[j].cpus) ||
+            hwloc_bitmap_isset(pl->mem_nodes, t->nodes[j].os_index))
+            continue;
+        /* the node whose CPUs it lists, else the nearest node with CPUs */
+        int k = t->nodes[j].shares ? topo_node_index(t, t->nodes[j].shares_cpus_of) : -1;
+        for (size_t i = 0; !t->nodes[j].shares && i < t->nnodes; i++)
+            if (!hwloc_bitmap_iszero(t->nodes[i].cpus) &&
+                (k < 0 || topo_distance(t, i, j) < topo_distance(t, (size_t)k, j)))
+                k = (int)i;
+        if (k >= 0 && hwloc_bitmap_isset(pl->nodes, t->nodes[k].os_index))
+            hwloc_bitmap_set(pl->mem_nodes, t->nodes[j].os_index);
+    }
+    char *list = bitmap_list(pl->mem_nodes);
+    const struct plan_weights *w = c->weights;
+    pl->mpol = PLAN_MPOL_WEIGHTED_INTERLEAVE;
+    if (w == NULL) {
+        plan_note_add(pl, NOTE_INFO,
+                      "memory weighted-interleave %s: in the kernel's weights, which are the "
+                      "host's and not known for another machine",
+                      list);
+    } else if (!w->supported) {
+        pl->mpol = PLAN_MPOL_INTERLEAVE;
+        plan_note_add(pl, NOTE_WARN,
+                      "memory weighted-interleave %s: this kernel has no weighted interleave "
+                      "(MPOL_WEIGHTED_INTERLEAVE, Linux 6.9), so a launch interleaves evenly "
+                      "(fix: kernel 6.9 or later)",
+                      list);
+    } else {
+        char shown[512] = "";
+        size_t len = 0;
+        unsigned first = 0;
+        bool alike = true;
+        int n;
+        hwloc_bitmap_foreach_begin(n, pl->mem_nodes)
+        {
+            unsigned v = (size_t)n < w->nweights && w->weight[n] ? w->weight[n] : 1;
+            alike &= first == 0 || v == first;
+            first = first ? first : v;
+            if (len < sizeof(shown))
+                len += (size_t)snprintf(shown + len, sizeof(shown) - len, "%snode %d: %u",
+                                        len ? ", " : "", n, v);
+        }
+        hwloc_bitmap_foreach_end();
+        if (alike && hwloc_bitmap_weight(pl->mem_nodes) > 1)
+            plan_note_add(pl, NOTE_WARN,
+                          "memory weighted-interleave %s: the kernel's weights are all %u, so "
+                          "pages spread evenly, as plain interleave would (fix: a weight by "
+                          "bandwidth in /sys/kernel/mm/mempolicy/weighted_interleave/nodeN for "
+                          "each, or on Linux 6.16 echo true > .../weighted_interleave/auto; "
+                          "host-wide, so tunerun never writes them)",
+                          list, first);
+        else
+            plan_note_add(pl, NOTE_INFO,
+                          "memory weighted-interleave %s: pages in the kernel's weights (%s%s; "
+                          "host-wide, tunerun never writes them)",
+                          list, shown, w->automatic ? ", set by the kernel from HMAT" : "");
+    }
+    free(list);
+}
+
 /* The memory nodes, then the policy the profile asks for, each with its note. */
 static void choose_memory(struct ctx *c)
 {
@@ -462,6 +536,9 @@ static void choose_memory(struct ctx *c)
         break;
     case MEM_AUTO:
         choose_auto(c, list);
+        break;
+    case MEM_WEIGHTED:
+        choose_weighted(c);
         break;
     }
     free(list);
@@ -536,6 +613,8 @@ void plan_add_placement_steps(struct ctx *c)
                                      "without the OOM risk of a strict bind",
         [PLAN_MPOL_INTERLEAVE] = "one node's memory bandwidth or size running out: pages spread "
                                  "over the nodes in turn",
+        [PLAN_MPOL_WEIGHTED_INTERLEAVE] = "one node's memory bandwidth running out: pages spread "
+                                          "over the nodes in proportion to what each can carry",
     };
     /* where some CPUs have no memory of their own the notes say which */
     const char *why = reason[pl->mpol];

@@ -51,7 +51,8 @@ struct ctx {
     uint64_t room_most;    /* the most free memory of a candidate no service it avoids holds */
     char *near_path;       /* "the disk under PATH", "the NIC of SPEC", when near is known */
     const char *near_noun; /* "the disk", "the NIC" */
-    hwloc_const_bitmap_t near_nodes; /* the nodes its disks hang off (os indexes) */
+    hwloc_const_bitmap_t near_nodes;    /* the nodes its disks hang off (os indexes) */
+    const struct plan_weights *weights; /* plan_input's */
 };
 
 /* ---- what every phase uses (plan.c) ---------------------------------------- */

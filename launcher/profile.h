@@ -18,7 +18,7 @@
 #include "log.h"
 
 enum cpus_mode { CPUS_NODE, CPUS_ALL, CPUS_COUNT, CPUS_PERCENT };
-enum mem_mode { MEM_LOCAL, MEM_BIND, MEM_PREFERRED, MEM_INTERLEAVE, MEM_AUTO };
+enum mem_mode { MEM_LOCAL, MEM_BIND, MEM_PREFERRED, MEM_INTERLEAVE, MEM_AUTO, MEM_WEIGHTED };
 /*
  * Which memory tiers a service's pages may come from (topo.h's speeds):
  * the fastest, next to its CPUs; every one, slower ones after it; or the

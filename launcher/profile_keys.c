@@ -267,9 +267,11 @@ static bool set_enum(int *dst, const char *v, const char *const *names, const ch
 static bool set_memory(struct profile *p, const char *v, struct origin at, const char **why)
 {
     (void)at;
-    static const char *const names[] = {"local", "bind", "preferred", "interleave", "auto", NULL};
+    static const char *const names[] = {
+        "local", "bind", "preferred", "interleave", "auto", "weighted-interleave", NULL};
     int m;
-    if (!set_enum(&m, v, names, "bind, preferred, interleave, local, auto", why))
+    if (!set_enum(&m, v, names, "bind, preferred, interleave, weighted-interleave, local, auto",
+                  why))
         return false;
     p->placement.memory = (enum mem_mode)m;
     return true;
