@@ -5,7 +5,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "state.h"
@@ -81,6 +83,121 @@ static void test_impossible_numbers(void **state)
                "NUMANode\" os_index=\"0\"");
     assert_non_null(strstr(refused(tmp), ": two NUMA nodes numbered 0; not a consistent export"));
     unlink(tmp);
+}
+
+/* How many fds this process has open. */
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    assert_non_null(d);
+    int n = 0;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+/* Whether fd 2 is still the file it was (st). */
+static bool same_stderr(const struct stat *st)
+{
+    struct stat now;
+    return fstat(STDERR_FILENO, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino;
+}
+
+/*
+ * What loading spec wrote to fd 2 while the caller's HWLOC_XML_VERBOSE
+ * was `verbose` (NULL: unset); *why, why it was refused, or NULL.
+ */
+static char *stderr_of_load(const char *spec, const char *verbose, const char **why)
+{
+    char path[] = "/tmp/tunerun-stderr-XXXXXX", *text;
+    int fd = mkstemp(path), saved = dup(STDERR_FILENO);
+    size_t len;
+    assert_true(fd >= 0 && saved >= 0);
+    unlink(path);
+    if (verbose)
+        setenv("HWLOC_XML_VERBOSE", verbose, 1);
+    fflush(stderr);
+    dup2(fd, STDERR_FILENO);
+    static struct err e;
+    struct topo t;
+    bool ok = topo_load(&t, spec, NULL, &e);
+    if (ok)
+        topo_free(&t);
+    *why = ok ? NULL : e.msg;
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    if (verbose)
+        assert_string_equal(getenv("HWLOC_XML_VERBOSE"), verbose);
+    else
+        assert_null(getenv("HWLOC_XML_VERBOSE"));
+    unsetenv("HWLOC_XML_VERBOSE");
+    lseek(fd, 0, SEEK_SET);
+    assert_int_equal(read_fd_text(fd, 1 << 20, &text, &len), 0);
+    close(fd);
+    return text;
+}
+
+/*
+ * An XML that hwloc refuses says hwloc's own reason, which hwloc prints
+ * only to stderr (HWLOC_XML_VERBOSE): one line, without hwloc's
+ * "xmlbuffer:" or its advice to enable libxml2; fd 2 and the environment
+ * are as they were after, and no fd stays open.
+ */
+static void test_refused_xml(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *spec, *why;
+    } cases[] = {
+        {"tests/data/refused-v3.xml",
+         "cannot import XML version 3.0 > 2 (fix: export it again with hwloc 3's lstopo "
+         "--export-xml-flags v2 FILE.xml, the version hwloc 2 reads)"},
+        {"tests/data/refused-truncated.xml",
+         "Failed to parse XML input with the minimalistic parser"},
+        {"tests/data/refused-empty.xml", "Failed to parse XML input with the minimalistic parser"},
+    };
+    struct stat err_st;
+    assert_int_equal(fstat(STDERR_FILENO, &err_st), 0);
+    unsetenv("HWLOC_XML_VERBOSE");
+    int fds = open_fds();
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        char want[512];
+        snprintf(want, sizeof(want), "--topology %s: hwloc cannot load it: %s", cases[i].spec,
+                 cases[i].why);
+        assert_string_equal(refused(cases[i].spec), want);
+        assert_true(same_stderr(&err_st));
+        assert_null(getenv("HWLOC_XML_VERBOSE"));
+        assert_int_equal(open_fds(), fds);
+    }
+    /* a caller's HWLOC_XML_VERBOSE: kept, and what hwloc says still reaches fd 2, all of it */
+    const char *why;
+    char *said = stderr_of_load("tests/data/refused-v3.xml", "1", &why);
+    assert_string_equal(said, "xmlbuffer: cannot import XML version 3.0 > 2\n");
+    assert_non_null(why);
+    assert_non_null(strstr(why, ": hwloc cannot load it: cannot import XML version 3.0 > 2"));
+    free(said);
+    said = stderr_of_load("tests/data/refused-truncated.xml", "0", &why);
+    assert_string_equal(said, "");
+    assert_non_null(why);
+    assert_non_null(strstr(why, ": Failed to parse XML input with the minimalistic parser"));
+    free(said);
+    /* what hwloc passes over in an export it loads is said only to a caller who asks */
+    char tmp[64];
+    edited_xml(tmp, "2intel64-1n2c-numaroot.v1tov2.xml", "type=\"Package\" os_index",
+               "type=\"Package\" os_indey");
+    said = stderr_of_load(tmp, NULL, &why);
+    assert_null(why);
+    assert_string_equal(said, "");
+    free(said);
+    said = stderr_of_load(tmp, "1", &why);
+    assert_null(why);
+    assert_non_null(strstr(said, "ignoring unknown object attribute os_indey"));
+    free(said);
+    unlink(tmp);
+    assert_true(same_stderr(&err_st));
+    assert_int_equal(open_fds(), fds);
 }
 
 static const struct topo_node *node(const struct topo *t, unsigned os)
@@ -712,6 +829,7 @@ int main(void)
         cmocka_unit_test(test_second_distance_matrix),
         cmocka_unit_test(test_knl_mcdram_is_never_a_cpu_home),
         cmocka_unit_test(test_impossible_numbers),
+        cmocka_unit_test(test_refused_xml),
         cmocka_unit_test(test_offline_and_disallowed),
         cmocka_unit_test(test_synthetic),
         cmocka_unit_test(test_host_is_this_system),
