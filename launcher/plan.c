@@ -245,6 +245,40 @@ const char *plan_cpus_word(hwloc_const_bitmap_t set)
     return hwloc_bitmap_weight(set) == 1 ? "CPU" : "CPUs";
 }
 
+/*
+ * A machine none of whose nodes has a known size: an export without
+ * local_memory (hwloc gives 0 for that, as for a memoryless node), or a
+ * host whose nodes' meminfo cannot be read. Every node then counts as
+ * having memory, and nothing that weighs sizes can: whether memory_size
+ * fits the bound nodes, when a preference spills over, which node has the
+ * most free memory, the JVM's MaxRAM. A warning, so that --strict refuses
+ * a plan it cannot judge. Distinct from a memoryless node (has_memory
+ * false on a machine whose other nodes have sizes), which is a shape the
+ * planner places for. Not for a host whose sizes were made up from its
+ * zones (memory_note): that note needs a node that counts some memory.
+ */
+static void note_memory_unknown(struct plan *pl, const struct topo *t)
+{
+    if (t->memory_known || t->nnodes == 0)
+        return; /* no node at all has its own warning */
+    static const struct {
+        const char *why, *fix;
+    } by_source[] = {
+        [TOPO_HOST] = {"this machine's /sys/devices/system/node/node*/meminfo says none: masked?",
+                       "leave /sys/devices/system/node unmasked where tunerun runs"},
+        [TOPO_XML] = {"the export gives none",
+                      "export it again with lstopo on that machine, whose hwloc reads each "
+                      "node's size from the kernel"},
+        [TOPO_SYNTHETIC] = {"the description gives none",
+                            "give its NUMA nodes a size, as numa:1(memory=64GiB) does"},
+    };
+    plan_note_add(pl, NOTE_WARN,
+                  "memory: no NUMA node's size is known (%s), so room is not judged: whether "
+                  "the service's memory fits its nodes, which has the most free, when it spills "
+                  "over (fix: %s)",
+                  by_source[t->source].why, by_source[t->source].fix);
+}
+
 bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
 {
     const struct topo *t = in->topo;
@@ -260,6 +294,7 @@ bool plan_build(struct plan *pl, const struct plan_input *in, struct err *e)
                       t->guess->why, t->guess->fix);
     if (t->memory_note)
         plan_note_add(pl, NOTE_INFO, "memory: %s", t->memory_note);
+    note_memory_unknown(pl, t);
     pl->cpus = hwloc_bitmap_alloc();
     pl->nodes = hwloc_bitmap_alloc();
     pl->mem_nodes = hwloc_bitmap_alloc();

@@ -489,7 +489,7 @@ static void test_words_true_of_odd_machines(void **state)
          "mysql",
          {"placement.memory=auto", "placement.memory_size=4T"},
          "how much memory the nodes have is not known here",
-         "fits"},
+         "GiB fits"},
         /* one node: nothing else to spill over to */
         {"2intel64-1n2c-numaroot.v1tov2.xml",
          "mysql",
@@ -795,6 +795,71 @@ static void test_blind_topology_warns(void **state)
     plan_free(&pl);
     profile_free(&p);
     topo_free(&t);
+}
+
+/*
+ * Memory whose size no node gives (an export without local_memory) is
+ * planned on as if every node had some, with a warning --strict heeds,
+ * naming the source's fix; a memoryless node on a machine whose sizes
+ * are known is a shape, not a gap, and so is a host whose sizes were made
+ * up from its zones.
+ */
+static void test_unknown_memory_warns(void **state)
+{
+    (void)state;
+    static const char unknown[] = "memory: no NUMA node's size is known";
+    struct topo t = shared_xml("16em64t-4s2c2t.xml");
+    assert_false(t.memory_known);
+    for (size_t i = 0; i < sizeof(shipped) / sizeof(*shipped); i++) {
+        struct profile p = load_profile(shipped[i], NULL);
+        struct plan pl = make_plan(&p, &t, NULL);
+        const char *w = note_with(&pl, NOTE_WARN, unknown);
+        if (w == NULL || !pl.degraded)
+            fail_msg("%s on an export without sizes: no warning", shipped[i]);
+        assert_string_equal(
+            w, "memory: no NUMA node's size is known (the export gives none), so room is not "
+               "judged: whether the service's memory fits its nodes, which has the most free, "
+               "when it spills over (fix: export it again with lstopo on that machine, whose "
+               "hwloc reads each node's size from the kernel)");
+        plan_free(&pl);
+        profile_free(&p);
+    }
+    /* the same machine on the host: its own reason and fix */
+    t.source = TOPO_HOST;
+    struct profile p = load_profile("mysql", NULL);
+    struct plan pl = make_plan(&p, &t, NULL);
+    assert_non_null(note_with(&pl, NOTE_WARN,
+                              "(this machine's /sys/devices/system/node/node*/meminfo says none: "
+                              "masked?)"));
+    assert_non_null(note_with(&pl, NOTE_WARN,
+                              "(fix: leave /sys/devices/system/node unmasked where tunerun runs)"));
+    plan_free(&pl);
+    topo_free(&t);
+
+    /* sizes known: no warning, a memoryless node (odd_machine's node 1) included */
+    const char *const exports[] = {"32em64t-2n8c2t-pci-normalio.xml", "8ia64-2n2s2c+1n.v1tov2.xml"};
+    for (size_t i = 0; i < sizeof(exports) / sizeof(*exports); i++) {
+        t = shared_xml(exports[i]);
+        pl = make_plan(&p, &t, NULL);
+        assert_false(has_note(&pl, unknown));
+        assert_false(pl.degraded);
+        plan_free(&pl);
+        topo_free(&t);
+    }
+    t = odd_machine();
+    hwloc_bitmap_list_sscanf(t.binding, "4-7"); /* node 1's CPUs: memory from node 3 */
+    pl = make_plan(&p, &t, NULL);
+    assert_false(has_note(&pl, unknown));
+    plan_free(&pl);
+    /* a host whose nodes' meminfo counts part of its memory: made up from zones, not unknown */
+    t.source = TOPO_HOST;
+    t.memory_note = strdup("the nodes' meminfo counts 2.5 GiB of the 5.5 GiB this machine has");
+    pl = make_plan(&p, &t, NULL);
+    assert_false(has_note(&pl, unknown));
+    assert_non_null(note_with(&pl, NOTE_INFO, "memory: the nodes' meminfo counts"));
+    plan_free(&pl);
+    topo_free(&t);
+    profile_free(&p);
 }
 
 static void test_derived_environment(void **state)
@@ -2721,6 +2786,7 @@ int main(void)
         cmocka_unit_test(test_memory_auto),
         cmocka_unit_test(test_derived_environment),
         cmocka_unit_test(test_blind_topology_warns),
+        cmocka_unit_test(test_unknown_memory_warns),
         cmocka_unit_test(test_env_substitution),
         cmocka_unit_test(test_impossible_asks_are_degraded),
         cmocka_unit_test(test_thp_and_limit_steps),

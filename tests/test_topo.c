@@ -779,6 +779,15 @@ static void test_uninitialized_memory(void **state)
     assert_false(topo_add_uninitialized(&t, 11 * gib / 2, NULL, page));
     assert_null(t.memory_note);
     /*
+     * nodes that count nothing (their sizes unknown): none is made up, so a
+     * plan's warning that no size is known never meets this note
+     */
+    t.nodes[0].mem_total = t.nodes[1].mem_total = 0;
+    assert_false(topo_add_uninitialized(&t, 11 * gib / 2, zoneinfo, page));
+    assert_null(t.memory_note);
+    assert_true(t.nodes[0].mem_total == 0 && t.nodes[1].mem_total == 0);
+    t.nodes[0].mem_total = 3 * gib / 2, t.nodes[1].mem_total = gib;
+    /*
      * 3 GiB short; the gaps hold 3.5 GiB (2.5 and 1): 0.5 GiB kept for
      * good, spread by present pages (4 GiB and 2) as 1/3 and 1/6 GiB,
      * leaves 2 1/6 and 5/6 GiB to come, which the shortfall takes
