@@ -53,6 +53,12 @@
  * frequency: where base_frequency is missing (AMD, intel_pstate without
  * HWP), hwloc makes a kind of each distinct maximum, and "favoured" cores
  * differ in nothing else (hwloc issue #690).
+ *
+ * An XML's load also sets HWLOC_XML_VERBOSE, for hwloc's reason when it
+ * refuses the file (topo_hwloc.c), and puts it back the same way. It is
+ * not in this table, which is what foreign_hwloc_variable() passes over:
+ * a caller's own still turns the host's cache off, as any HWLOC_* of
+ * theirs does.
  */
 static const struct {
     const char *name, *value;
