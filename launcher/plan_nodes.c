@@ -38,13 +38,18 @@ bool plan_tier_allows(const struct ctx *c, size_t j)
 }
 
 /*
- * Whether node j is a nearer memory for node i's CPUs than node b: one
- * that lists them as its own first, then by HMAT's latency where both have one and they differ,
+ * Whether node j is a nearer memory for node i's CPUs than node b: the
+ * faster kind first, then one that lists them as its own, then by HMAT's
+ * latency where both have one and they differ,
  * else by distance, then by free memory. (HMAT gives each node's latency from its own CPUs alone,
  * which still tells a slow node from a fast one.)
  */
 static bool nearer_memory(const struct topo *t, size_t i, size_t j, size_t b)
 {
+    /* where the tiers allow both (tiers = all), the fastest first */
+    if (t->nodes[j].speed != t->nodes[b].speed)
+        return t->nodes[j].speed == SPEED_FAST ||
+               (t->nodes[j].speed == SPEED_BANDWIDTH && t->nodes[b].speed == SPEED_SLOW);
     /* one that lists node i's CPUs as its own is as local as memory gets */
     bool sj = t->nodes[j].shares && t->nodes[j].shares_cpus_of == t->nodes[i].os_index,
          sb = t->nodes[b].shares && t->nodes[b].shares_cpus_of == t->nodes[i].os_index;
