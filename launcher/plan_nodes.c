@@ -92,10 +92,20 @@ int plan_memory_home(const struct ctx *c, size_t i)
     return best;
 }
 
+/* The free memory of node i's home, and of the nodes that list its CPUs and join it. */
 uint64_t plan_free_for(const struct ctx *c, size_t i)
 {
+    const struct topo *t = c->t;
     int m = plan_memory_home(c, i);
-    return m < 0 ? 0 : c->t->nodes[m].mem_free;
+    if (m < 0)
+        return 0;
+    uint64_t f = t->nodes[m].mem_free;
+    for (size_t j = 0; (size_t)m == i && c->p->placement.tiers != TIERS_BANDWIDTH && j < t->nnodes;
+         j++)
+        if (t->nodes[j].shares && t->nodes[j].shares_cpus_of == t->nodes[i].os_index &&
+            plan_tier_allows(c, j))
+            f += t->nodes[j].mem_free;
+    return f;
 }
 
 /*

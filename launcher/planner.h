@@ -83,7 +83,7 @@ void plan_add_shrinks(struct ctx *c);
 int plan_memory_home(const struct ctx *c, size_t i);
 /* Whether node j's memory is of a tier the profile allows ([placement] tiers). */
 bool plan_tier_allows(const struct ctx *c, size_t j);
-/* The free memory of node i's memory home. */
+/* The free memory of node i's memory home, with the nodes that share its CPUs. */
 uint64_t plan_free_for(const struct ctx *c, size_t i);
 void plan_note_near(struct ctx *c, const struct plan_input *in);
 void plan_rank_nodes(struct ctx *c);

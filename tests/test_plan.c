@@ -1803,6 +1803,35 @@ static void test_weighted_interleave(void **state)
 }
 
 /*
+ * Two DRAM nodes that list the same CPUs (tests/data/twins.xml): one
+ * locality, placed together: the CPUs on the one home, the memory of
+ * both, its room counted whole, and no CPU called remote.
+ */
+static void test_shared_cpusets(void **state)
+{
+    (void)state;
+    struct topo t = load_topo("tests/data/twins.xml");
+    assert_true(t.nodes[1].shares);
+    assert_int_equal(t.nodes[1].shares_cpus_of, 0);
+    assert_true(hwloc_bitmap_iszero(t.nodes[1].cpus));
+    const char *const sets[] = {"placement.near=", NULL};
+    struct profile p = load_profile("mysql", sets);
+    struct plan pl = make_plan(&p, &t, NULL);
+    assert_mem_nodes(&pl, "0-1");
+    char *cpus = bitmap_list(pl.cpus);
+    assert_string_equal(cpus, "0-1");
+    free(cpus);
+    assert_non_null(note_with(&pl, NOTE_INFO, "node 1 lists node 0's CPUs as their own too"));
+    /* node 0 and node 1 together: the roomier choice */
+    assert_non_null(note_with(&pl, NOTE_INFO, "node 0: most free memory (16.0 GiB)"));
+    assert_non_null(note_with(&pl, NOTE_INFO, "memory bind 0-1: every page on the nodes of its"));
+    assert_null(note_with(&pl, NOTE_INFO, "remote"));
+    plan_free(&pl);
+    profile_free(&p);
+    topo_free(&t);
+}
+
+/*
  * The cpuset of a service whose policy may spill (redis: preferred) holds
  * every node of the tiers it may use, never the slower one: only the
  * cpuset keeps the kernel's fallback off it.
@@ -2798,6 +2827,7 @@ int main(void)
         cmocka_unit_test(test_cpuset_step),
         cmocka_unit_test(test_tiers_policy),
         cmocka_unit_test(test_tiers_cpuset),
+        cmocka_unit_test(test_shared_cpusets),
         cmocka_unit_test(test_weighted_interleave),
         cmocka_unit_test(test_reasons_fit_any_profile),
         cmocka_unit_test(test_one_is_singular),
