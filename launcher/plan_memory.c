@@ -79,7 +79,7 @@ static void remote_cpus(const struct topo *t, const struct plan *pl, hwloc_bitma
             continue;
         hwloc_bitmap_andnot(out, out, t->nodes[i].cpus);
         /* a node that lists another's CPUs as its own is as local to them */
-        int k = t->nodes[i].shares ? topo_node_index(t, t->nodes[i].shares_cpus_of) : -1;
+        int k = t->nodes[i].one_locality ? topo_node_index(t, t->nodes[i].shares_cpus_of) : -1;
         if (k >= 0)
             hwloc_bitmap_andnot(out, out, t->nodes[k].cpus);
     }
@@ -183,7 +183,7 @@ static void add_twins(struct ctx *c, size_t i)
     struct plan *pl = c->pl;
     hwloc_bitmap_t twins = hwloc_bitmap_alloc();
     for (size_t j = 0; j < t->nnodes; j++)
-        if (t->nodes[j].shares && t->nodes[j].shares_cpus_of == t->nodes[i].os_index &&
+        if (t->nodes[j].one_locality && t->nodes[j].shares_cpus_of == t->nodes[i].os_index &&
             plan_tier_allows(c, j) && c->p->placement.tiers != TIERS_BANDWIDTH)
             hwloc_bitmap_set(twins, t->nodes[j].os_index);
     if (!hwloc_bitmap_iszero(twins)) {

@@ -72,6 +72,15 @@ struct topo_node {
      */
     bool shares;
     unsigned shares_cpus_of;
+    /*
+     * Whether that makes it one locality with that node, its memory as near
+     * those CPUs: in an export, whose CPU sets are as given (a Cluster-on-Die
+     * export may list two nodes with one set). On this machine Linux gives
+     * each CPU one node, so a second node listing it is one hwloc attached
+     * itself (a CPU-less node, to its HMAT initiator or its nearest node by
+     * distance): its memory is ranked as any other node's.
+     */
+    bool one_locality;
 };
 
 /*

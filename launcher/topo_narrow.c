@@ -110,6 +110,7 @@ static void load_nodes(const struct machine *m, struct topo *t)
                 hwloc_bitmap_isequal(from[i]->cpus, from[k]->cpus)) {
                 t->nodes[i].shares = true;
                 t->nodes[i].shares_cpus_of = t->nodes[k].os_index;
+                t->nodes[i].one_locality = t->source != TOPO_HOST;
             }
     }
 
