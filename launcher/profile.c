@@ -58,7 +58,8 @@ char *rlimit_raise_fix(int resource, rlim_t soft, rlim_t hard)
 
 const char *mem_mode_name(enum mem_mode m)
 {
-    static const char *const names[] = {"local", "bind", "preferred", "interleave", "auto"};
+    static const char *const names[] = {"local",      "bind", "preferred",
+                                        "interleave", "auto", "weighted-interleave"};
     return names[m];
 }
 
