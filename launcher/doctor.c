@@ -377,15 +377,29 @@ void doctor_check_numa(struct doc *d)
                         mem_mode_name(d->p->placement.memory)),
                 local ? NULL : doc_fmt("part of its memory may be remote"), NULL, NULL);
     }
+    /*
+     * Bit 1 (NUMA_BALANCING_NORMAL) balances pages between nodes: the
+     * kernel's documentation (admin-guide/sysctl/kernel.rst) says to turn
+     * it off for a workload bound to its nodes. Bit 2 alone (memory
+     * tiering) never unmaps a page of the top tier to watch it
+     * (mm/mprotect.c), so a service bound to a node of it pays nothing.
+     */
     long long bal;
     if (doc_rd_long(d, "/proc/sys/kernel/numa_balancing", &bal)) {
-        bool bad = bal != 0 && nodes > 1 && d->p && d->p->placement.nodes == 1;
+        bool one_node = nodes > 1 && d->p && d->p->placement.nodes == 1;
+        bool bad = (bal & 1) && one_node;
         doc_add(
             d, "numa", "numa.balancing", bad ? SEV_WARN : SEV_OK,
             doc_fmt("kernel.numa_balancing = %lld", bal),
-            bad ? doc_fmt("%s is bound to its node; automatic balancing still scans and faults its "
-                          "pages to move them, a latency tax with nothing to gain",
+            bad ? doc_fmt("%s is bound to its node: the kernel's documentation says to turn "
+                          "automatic balancing off for a workload bound to NUMA nodes, which has "
+                          "nothing to gain from it, while the scans and hint faults of every "
+                          "process it watches cost CPU time",
                           doc_who(d))
+            : bal == 2 && one_node
+                ? doc_fmt("2 is memory tiering alone: it never unmaps a page on the fastest tier "
+                          "to watch it, and promotes only pages of a slower tier, where there is "
+                          "one")
                 : NULL,
             bad ? doc_fmt("sysctl -w kernel.numa_balancing=0") : NULL,
             bad ? doc_fmt("kernel.numa_balancing = 0 in /etc/sysctl.d/90-tunerun.conf") : NULL);
