@@ -1,9 +1,10 @@
 /*
- * doctor.c - the seed's checklist, as findings: CPU frequency, NUMA, memory
- * (THP, swappiness, overcommit, dirty pages), the IO scheduler, the network
- * card, connections and files, and the container's limits. Each finding has
- * a stable id, a severity, what was observed, why it matters for the
- * profile (the fear it feeds) and the fix, now and for good.
+ * doctor.c - the seed's checklist, as findings: CPU frequency, NUMA, the
+ * memory tiers, memory (THP, swappiness, overcommit, dirty pages), the IO
+ * scheduler, the network card, connections and files, and the container's
+ * limits. Each finding has a stable id, a severity, what was observed, why
+ * it matters for the profile (the fear it feeds) and the fix, now and for
+ * good.
  *
  * It changes nothing. Every file is read under `root`, so a fixture tree
  * shaped like another host's /proc and /sys is audited the same way.
@@ -30,12 +31,14 @@
 #define SOMAXCONN_FIX 4096
 
 /*
- * The seed's order: CPU first, then NUMA, memory, IO, the network card,
- * connections, the container.
+ * The seed's order: CPU first, then NUMA (and the memory tiers, where a
+ * slower one exists), memory, IO, the network card, connections, the
+ * container.
  */
 const char *const doctor_groups[DOCTOR_NGROUPS][2] = {
     {"cpu", "CPU frequency"},
     {"numa", "NUMA"},
+    {"tiers", "Memory tiers: demotion and promotion"},
     {"memory", "Memory: THP, swap, overcommit, dirty pages"},
     {"io", "IO scheduler"},
     {"nic", "Network card: its node, IRQs and packet steering"},
@@ -621,6 +624,7 @@ bool doctor_gather(struct doctor_report *r, const char *root, const struct profi
              : doc_has_file(&d, container_marks[0]) || doc_has_file(&d, container_marks[1]);
     doctor_check_cpu(&d);
     doctor_check_numa(&d);
+    doctor_check_tiers(&d);
     doctor_check_io(&d); /* before memory: the dirty pages are judged against this disk */
     doctor_check_thp(&d);
     doctor_check_vm(&d);

@@ -35,7 +35,7 @@ struct doctor_report {
 };
 
 /* The groups findings are shown in, the seed's order: id, and title. */
-#define DOCTOR_NGROUPS 7
+#define DOCTOR_NGROUPS 8
 extern const char *const doctor_groups[DOCTOR_NGROUPS][2];
 const char *doctor_severity_name(enum severity s);
 

@@ -4,6 +4,7 @@
  * doctor.c runs the audit and holds the checks of the CPU, NUMA, IO and
  * files; doctor_memory.c those of THP, swap, overcommit and dirty pages;
  * doctor_hugepages.c whether hugetlbfs holds a service's shared memory;
+ * doctor_tiers.c the memory tiers, demotion and NUMA balancing's promotion;
  * doctor_nic.c those of the network card near names (its node, RPS and
  * XPS), and doctor_nic_irqs.c its queue IRQs and irqbalance;
  * doctor_container.c those of the cgroup's limits and the capabilities
@@ -61,6 +62,7 @@ const char *doc_who(const struct doc *d);
 
 void doctor_check_cpu(struct doc *d);
 void doctor_check_numa(struct doc *d);
+void doctor_check_tiers(struct doc *d);     /* doctor_tiers.c */
 void doctor_check_thp(struct doc *d);       /* doctor_memory.c */
 void doctor_check_vm(struct doc *d);        /* doctor_memory.c */
 void doctor_check_hugepages(struct doc *d); /* doctor_hugepages.c */
