@@ -141,8 +141,9 @@ void cgroup_leave(void);
  * cgroup, whose cpuset (and memory, for swap_max) controller it enables
  * for its children. swap_max, unless NULL, is the child's memory.swap.max
  * (v2 only). On failure nothing this launch made or enabled is left
- * behind and e says why. The empty tunerun.* children of DIR a minute old
- * are removed.
+ * behind and e says why; a child of that name that has processes (a
+ * recycled pid's) is never entered. The empty tunerun.* children of DIR
+ * are removed (cgroup_sweep()).
  */
 bool cgroup_cpuset_enter(const char *dir, bool v2, const char *name, const char *cpus,
                          const char *mems, const char *swap_max, struct err *e);

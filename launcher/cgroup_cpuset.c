@@ -10,8 +10,9 @@
  * binds its own threads). A cpuset is the kernel's bound on both: a
  * sched_setaffinity() or set_mempolicy() beyond it is clamped to it. Each
  * launch gets its own child, tunerun.PROFILE.PID, because a shared pool's
- * must shrink alone when it yields CPUs to a service placed later. Empty
- * ones a minute old are removed by the next launch that makes one.
+ * must shrink alone when it yields CPUs to a service placed later. An
+ * empty one whose pid is gone is removed by the next launch that makes one
+ * (cgroup_sweep()).
  *
  * On cgroup v1 the child is made in the cpuset hierarchy, its sets written
  * before the move (a v1 cpuset with no mems takes no task). On cgroup2 a
@@ -80,7 +81,7 @@ static int enable(int pfd, const char *controller, bool *ours)
     return error;
 }
 
-/* v2: what enable() turned on, off again, memory first (the order it went on). */
+/* v2: what enable() turned on, off again, memory first (the reverse of the order it went on). */
 static void disable(int pfd)
 {
     if (enabled_memory && cgroup_write_at(pfd, "cgroup.subtree_control", "-memory") == 0)
@@ -123,8 +124,21 @@ static int fill_and_enter(int pfd, int cfd, bool v2, const char *cpus, const cha
 /*
  * The child made (or, left by a process that had this pid before, found
  * and checked to be this user's: whoever owns it could widen it), filled
- * and entered.
+ * and entered. One found with processes in it is another service's (that
+ * launch daemonized, and its pid came round again): never entered, as its
+ * sets would change under that service.
  */
+/* Whether the cgroup open at cfd has a process in it. */
+static bool populated(int cfd)
+{
+    char c;
+    int fd = openat(cfd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+    bool any = fd < 0 || read(fd, &c, 1) != 0; /* unreadable: taken as in use */
+    if (fd >= 0)
+        close(fd);
+    return any;
+}
+
 static int enter_once(bool v2, const char *cpus, const char *mems, const char *swap_max,
                       const char **step, const char **in)
 {
@@ -142,6 +156,12 @@ static int enter_once(bool v2, const char *cpus, const char *mems, const char *s
     else if (st.st_uid != geteuid()) {
         *step = "owner";
         error = EPERM;
+    } else if (!created && populated(cfd)) {
+        *step = "in use by another service";
+        error = EBUSY;
+    } else if (!created && v2 && !swap_max && faccessat(cfd, "memory.swap.max", F_OK, 0) == 0 &&
+               (error = cgroup_write_at(cfd, *step = "memory.swap.max", "max")) != 0) {
+        /* a reused child keeps no swap limit of the launch before it */
     } else
         error = fill_and_enter(pfd, cfd, v2, cpus, mems, swap_max, step, in);
     if (pfd >= 0)
@@ -182,7 +202,7 @@ static void forget(void)
 bool cgroup_cpuset_enter(const char *dir, bool v2, const char *name, const char *cpus,
                          const char *mems, const char *swap_max, struct err *e)
 {
-    const char *step = "", *in = NULL;
+    const char *step = "name", *in = NULL;
     entered = xasprintf("%s/tunerun.%s.%ld", dir, name, (long)getpid());
     left_from = xstrdup(dir);
     left_v2 = v2;
@@ -204,7 +224,7 @@ bool cgroup_cpuset_enter(const char *dir, bool v2, const char *name, const char 
             e, error, "%s: %s: %s%s%s", in ? in : entered, step, strerror(error),
             error == EINVAL && step[0] == 'c' && step[1] == 'p'
                 ? " (outside what its parent's cpuset allows?)"
-            : error == EBUSY && v2
+            : error == EBUSY && v2 && strcmp(step, "cgroup.subtree_control") == 0
                 ? " (other processes share this cgroup: cgroup v2 lets a cgroup with processes "
                   "enable no controller for its children)"
                 : "",
