@@ -682,7 +682,10 @@ char *cgroup_cpuset_dir_of(long pid)
     char *path = read_text(proc, "cpuset", FILE_MAX);
     const char *base = path ? strrchr(path, '/') : NULL;
     bool v2 = cgroup_mode() == CG_UNIFIED, ro;
-    if (base && strncmp(base + 1, "tunerun.", 8) == 0 &&
+    /* a launch's own, tunerun.NAME.PID: never a swap policy's shared child (v2) */
+    const char *dot = base ? strrchr(base, '.') : NULL;
+    bool own = dot && dot[1] && strspn(dot + 1, "0123456789") == strlen(dot + 1);
+    if (base && strncmp(base + 1, "tunerun.", 8) == 0 && own &&
         find_mount(v2 ? NULL : "cpuset", &point, &root, &ro))
         dir = dir_of(point, root, path);
     free(point);
