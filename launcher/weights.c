@@ -41,7 +41,8 @@ void weights_read(struct plan_weights *w, const char *root)
             continue;
         node = strtoul(e->d_name + 4, &end, 10);
         unsigned long v;
-        if (*end != '\0' || node >= 1024 || !read_line_file(path, line, sizeof(line)))
+        if (end == e->d_name + 4 || *end != '\0' || node >= 1024 ||
+            !read_line_file(path, line, sizeof(line)))
             continue;
         v = strtoul(line, &end, 10);
         if (*end != '\0' || v == 0 || v > 255)
