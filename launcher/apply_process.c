@@ -215,18 +215,18 @@ static void apply_mempolicy(const struct plan_step *s, struct step_result *r)
     unsigned long maxnode;
     unsigned long *mask = nodemask_of(s->u.mempolicy.nodes, &maxnode);
     char *list = bitmap_list(s->u.mempolicy.nodes);
-    if (set_mempolicy(kernel_mode[mode], mask, maxnode) == 0) {
+    int error = set_mempolicy(kernel_mode[mode], mask, maxnode) == 0 ? 0 : errno;
+    if (error == 0) {
         step_result_set(r, STEP_OK, 0, "%s %s", plan_mpol_name(mode), list);
-    } else if (mode == PLAN_MPOL_PREFERRED_MANY && errno == EINVAL) {
+    } else if (mode == PLAN_MPOL_PREFERRED_MANY && error == EINVAL) {
         prefer_one(s->u.mempolicy.nodes, list, r);
-    } else if (mode == PLAN_MPOL_WEIGHTED_INTERLEAVE && errno == EINVAL &&
+    } else if (mode == PLAN_MPOL_WEIGHTED_INTERLEAVE && error == EINVAL &&
                set_mempolicy(MPOL_INTERLEAVE, mask, maxnode) == 0) {
         step_result_set(r, STEP_FAILED, EINVAL,
                         "this kernel lacks MPOL_WEIGHTED_INTERLEAVE (Linux 6.9+): interleaving "
                         "%s evenly instead",
                         list);
     } else {
-        int error = errno;
         step_result_set(r, STEP_FAILED, error, "set_mempolicy(%s %s): %s%s", plan_mpol_name(mode),
                         list, strerror(error),
                         error == EINVAL ? " (nodes outside this process's cpuset mems?)"
