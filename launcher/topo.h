@@ -64,7 +64,7 @@ struct topo_node {
     enum topo_speed speed;
     char speed_why[48]; /* what says so: "memory_tier90", "NVM", "latency 40 ns", or "" */
     /*
-     * The os index of the node whose CPUs it carries too, or -1: a node
+     * The os index of the node whose CPUs it carries too, where shares: a node
      * that lists the same CPUs as another is home to none of them (each
      * CPU has one home), and its memory is as near them. A slow CPU-less
      * node gets its HMAT initiator's CPUs from hwloc so; a Cluster-on-Die
