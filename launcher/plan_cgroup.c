@@ -200,10 +200,14 @@ static char *cpuset_fix(const struct cgroup *cg, const char *cpus, const char *m
                          "edit %s)",
                          cg->unit, cpus, mems, cg->unit);
     case CG_OWN_READONLY:
-        if (cg->unit[0] && !scope)
+        if (cg->unit[0] && !scope && cg->cs_v2) /* systemd ignores them on cgroup v1 */
             return xasprintf("fix: AllowedCPUs=%s and AllowedMemoryNodes=%s in %s (systemctl edit "
                              "%s)",
                              cpus, mems, cg->unit, cg->unit);
+        if (cg->unit[0] && !scope)
+            return xasprintf("fix: ProtectControlGroups=no in %s, which leaves tunerun the "
+                             "cpuset hierarchy to write",
+                             cg->unit);
         return xasprintf("fix: docker run --cpuset-cpus=%s --cpuset-mems=%s (Kubernetes: the "
                          "static CPU manager policy, with a Guaranteed pod)",
                          cpus, mems);
