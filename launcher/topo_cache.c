@@ -331,10 +331,6 @@ static size_t words(const char *s)
     return n;
 }
 
-/*
- * A present line's node and bytes, for a node listed before it, once: a
- * node whose zones hold nothing has no line, as its gap is none.
- */
 /* A tier line's values into its node, which a node line named before. */
 static bool cached_tier(struct machine *m, const char *os, const char *tier, const char *lat,
                         const char *bw)
@@ -359,6 +355,10 @@ static bool cached_tier(struct machine *m, const char *os, const char *tier, con
     return false;
 }
 
+/*
+ * A present line's node and bytes, for a node listed before it, once: a
+ * node whose zones hold nothing has no line, as its gap is none.
+ */
 static bool cached_present(struct machine *m, const char *os, const char *bytes)
 {
     uint64_t node, v;
