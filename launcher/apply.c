@@ -144,10 +144,7 @@ static void apply_cpuset(const struct plan_step *s, struct step_result *r)
     struct err e;
     char *cpus = bitmap_list(s->u.cpuset.cpus), *mems = bitmap_list(s->u.cpuset.mems);
     char swap[32];
-    if (s->u.cpuset.swap_max == UINT64_MAX)
-        snprintf(swap, sizeof(swap), "max");
-    else
-        snprintf(swap, sizeof(swap), "%llu", (unsigned long long)s->u.cpuset.swap_max);
+    plan_swap_size(swap, sizeof(swap), s->u.cpuset.swap_max);
     if (cgroup_cpuset_enter(s->u.cpuset.dir, s->u.cpuset.v2, s->u.cpuset.name, cpus, mems,
                             s->u.cpuset.set_swap_max ? swap : NULL, &e)) {
         step_result_set(r, STEP_OK, 0, "cpus %s, mems %s%s%s in %s", cpus, mems,

@@ -62,6 +62,14 @@ char *plan_origin(struct origin at)
     return xasprintf("default");
 }
 
+void plan_swap_size(char *buf, size_t n, uint64_t v)
+{
+    if (v == UINT64_MAX)
+        snprintf(buf, n, "max");
+    else
+        snprintf(buf, n, "%llu", (unsigned long long)v);
+}
+
 const char *plan_mpol_name(enum plan_mpol m)
 {
     static const char *const names[] = {"local",          "bind",       "preferred",
@@ -116,7 +124,7 @@ void plan_step_name(const struct plan_step *s, char *buf, size_t n)
 
 void plan_step_value(const struct plan *pl, const struct plan_step *s, char *buf, size_t n)
 {
-    char a[24], b[24], *list = NULL;
+    char a[24], b[24], size[32], *list = NULL;
     size_t len = 0;
     switch (s->type) {
     case STEP_RLIMIT:
@@ -142,23 +150,19 @@ void plan_step_value(const struct plan *pl, const struct plan_step *s, char *buf
         snprintf(buf, n, "%s", thp_mode_name(s->u.thp));
         break;
     case STEP_CGROUP:
+        plan_swap_size(size, sizeof(size), s->u.cgroup.swap_max);
         if (s->u.cgroup.swappiness >= 0)
             snprintf(buf, n, "memory.swappiness=%d", s->u.cgroup.swappiness);
-        else if (s->u.cgroup.swap_max == UINT64_MAX)
-            snprintf(buf, n, "memory.swap.max=max");
         else
-            snprintf(buf, n, "memory.swap.max=%llu", (unsigned long long)s->u.cgroup.swap_max);
+            snprintf(buf, n, "memory.swap.max=%s", size);
         break;
     case STEP_CPUSET: {
         char *mems = bitmap_list(s->u.cpuset.mems);
         list = bitmap_list(s->u.cpuset.cpus);
-        int w = snprintf(buf, n, "cpus %s, mems %s", list ? list : "", mems ? mems : "");
-        if (s->u.cpuset.set_swap_max && w > 0 && (size_t)w < n &&
-            s->u.cpuset.swap_max == UINT64_MAX)
-            snprintf(buf + w, n - (size_t)w, ", memory.swap.max=max");
-        else if (s->u.cpuset.set_swap_max && w > 0 && (size_t)w < n)
-            snprintf(buf + w, n - (size_t)w, ", memory.swap.max=%llu",
-                     (unsigned long long)s->u.cpuset.swap_max);
+        plan_swap_size(size, sizeof(size), s->u.cpuset.swap_max);
+        snprintf(buf, n, "cpus %s, mems %s%s%s", list ? list : "", mems ? mems : "",
+                 s->u.cpuset.set_swap_max ? ", memory.swap.max=" : "",
+                 s->u.cpuset.set_swap_max ? size : "");
         free(mems);
         break;
     }

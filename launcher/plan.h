@@ -265,5 +265,7 @@ const char *plan_mpol_name(enum plan_mpol m);
 void plan_step_name(const struct plan_step *s, char *buf, size_t n);
 /* The step's planned value, as plan shows it in both formats: "65535:65535", "bind 0", ... */
 void plan_step_value(const struct plan *pl, const struct plan_step *s, char *buf, size_t n);
+/* A swap limit as cgroup2's memory.swap.max takes it: bytes, or "max" for UINT64_MAX. */
+void plan_swap_size(char *buf, size_t n, uint64_t v);
 
 #endif

@@ -22,14 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void swap_size(char *buf, size_t n, uint64_t v)
-{
-    if (v == UINT64_MAX)
-        snprintf(buf, n, "max");
-    else
-        snprintf(buf, n, "%llu", (unsigned long long)v);
-}
-
 /*
  * What does it where tunerun may not write the cgroup: the unit setting or
  * the docker flag, for the knob this cgroup version has (v1: swappiness,
@@ -38,7 +30,7 @@ static void swap_size(char *buf, size_t n, uint64_t v)
 static char *swap_fix(const struct profile *p, const struct cgroup *cg)
 {
     char size[32];
-    swap_size(size, sizeof(size), p->memory.swap_max);
+    plan_swap_size(size, sizeof(size), p->memory.swap_max);
     bool scope = strstr(cg->unit, ".scope") != NULL;
     switch (cg->owner) {
     case CG_OWN_UNIT:
@@ -135,7 +127,7 @@ void plan_add_swap_steps(struct ctx *c, const struct cgroup *cg)
         return;
     }
     char size[32];
-    swap_size(size, sizeof(size), p->memory.swap_max);
+    plan_swap_size(size, sizeof(size), p->memory.swap_max);
     bool have = (!sw_here || (cg->swappiness_known && cg->swappiness == p->memory.swappiness)) &&
                 (!max_here || (cg->swap_max_known && cg->swap_max == p->memory.swap_max));
     if (have) {
