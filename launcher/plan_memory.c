@@ -183,8 +183,8 @@ static void add_twins(struct ctx *c, size_t i)
     struct plan *pl = c->pl;
     hwloc_bitmap_t twins = hwloc_bitmap_alloc();
     for (size_t j = 0; j < t->nnodes; j++)
-        if (t->nodes[j].one_locality && t->nodes[j].shares_cpus_of == t->nodes[i].os_index &&
-            plan_tier_allows(c, j) && c->p->placement.tiers != TIERS_BANDWIDTH)
+        if (topo_one_locality(t, j, i) && plan_tier_allows(c, j) &&
+            c->p->placement.tiers != TIERS_BANDWIDTH)
             hwloc_bitmap_set(twins, t->nodes[j].os_index);
     if (!hwloc_bitmap_iszero(twins)) {
         hwloc_bitmap_or(pl->mem_nodes, pl->mem_nodes, twins);

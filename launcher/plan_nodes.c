@@ -51,8 +51,7 @@ static bool nearer_memory(const struct topo *t, size_t i, size_t j, size_t b)
         return t->nodes[j].speed == SPEED_FAST ||
                (t->nodes[j].speed == SPEED_BANDWIDTH && t->nodes[b].speed == SPEED_SLOW);
     /* one that lists node i's CPUs as its own is as local as memory gets */
-    bool sj = t->nodes[j].one_locality && t->nodes[j].shares_cpus_of == t->nodes[i].os_index,
-         sb = t->nodes[b].one_locality && t->nodes[b].shares_cpus_of == t->nodes[i].os_index;
+    bool sj = topo_one_locality(t, j, i), sb = topo_one_locality(t, b, i);
     if (sj != sb)
         return sj;
     unsigned lj = t->nodes[j].latency_ns, lb = t->nodes[b].latency_ns;
@@ -102,8 +101,7 @@ uint64_t plan_free_for(const struct ctx *c, size_t i)
     uint64_t f = t->nodes[m].mem_free;
     for (size_t j = 0; (size_t)m == i && c->p->placement.tiers != TIERS_BANDWIDTH && j < t->nnodes;
          j++)
-        if (t->nodes[j].one_locality && t->nodes[j].shares_cpus_of == t->nodes[i].os_index &&
-            plan_tier_allows(c, j))
+        if (topo_one_locality(t, j, i) && plan_tier_allows(c, j))
             f += t->nodes[j].mem_free;
     return f;
 }

@@ -178,6 +178,11 @@ size_t topo_cpu_nodes(const struct topo *t);
 void topo_nodeless(const struct topo *t, hwloc_const_bitmap_t set, hwloc_bitmap_t out);
 /* Adds to out (os indexes) every allowed node that is home to a CPU of set. */
 void topo_nodes_of(const struct topo *t, hwloc_const_bitmap_t set, hwloc_bitmap_t out);
+/* Whether node j (by index) is one locality with node i: it lists node i's CPUs (topo.h). */
+static inline bool topo_one_locality(const struct topo *t, size_t j, size_t i)
+{
+    return t->nodes[j].one_locality && t->nodes[j].shares_cpus_of == t->nodes[i].os_index;
+}
 /* Distance between nodes by index; 10 for self and 20 for others when unknown. */
 unsigned topo_distance(const struct topo *t, size_t a, size_t b);
 
